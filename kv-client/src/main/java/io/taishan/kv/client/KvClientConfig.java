@@ -1,0 +1,134 @@
+package io.taishan.kv.client;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * How the client reaches the service: seed addresses ({@code host:port}), the deadline of every
+ * call, and how often idempotent calls are retried.
+ */
+public final class KvClientConfig {
+    private final List<String> addresses;
+    private final Duration requestTimeout;
+    private final int maxAttempts;
+    private final Duration initialBackoff;
+    private final Duration maxBackoff;
+
+    private KvClientConfig(Builder b) {
+        this.addresses = List.copyOf(b.addresses);
+        this.requestTimeout = b.requestTimeout;
+        this.maxAttempts = b.maxAttempts;
+        this.initialBackoff = b.initialBackoff;
+        this.maxBackoff = b.maxBackoff;
+    }
+
+    /** {@code host:port[,host:port...]} */
+    public static Builder forAddresses(String addressList) {
+        Builder b = new Builder();
+        for (String a : addressList.split(",")) {
+            String trimmed = a.trim();
+            if (!trimmed.isEmpty()) {
+                b.addresses.add(validateAddress(trimmed));
+            }
+        }
+        if (b.addresses.isEmpty()) {
+            throw new IllegalArgumentException(
+                    "no kv-server address in '"
+                            + addressList
+                            + "'; expected host:port[,host:port...]");
+        }
+        return b;
+    }
+
+    static String validateAddress(String address) {
+        int colon = address.lastIndexOf(':');
+        if (colon <= 0 || colon == address.length() - 1) {
+            throw new IllegalArgumentException(
+                    "bad kv-server address '" + address + "': expected host:port");
+        }
+        try {
+            int port = Integer.parseInt(address.substring(colon + 1));
+            if (port <= 0 || port > 65535) {
+                throw new NumberFormatException();
+            }
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(
+                    "bad port in kv-server address '" + address + "': expected 1..65535");
+        }
+        return address;
+    }
+
+    public List<String> addresses() {
+        return addresses;
+    }
+
+    public Duration requestTimeout() {
+        return requestTimeout;
+    }
+
+    public int maxAttempts() {
+        return maxAttempts;
+    }
+
+    public Duration initialBackoff() {
+        return initialBackoff;
+    }
+
+    public Duration maxBackoff() {
+        return maxBackoff;
+    }
+
+    @Override
+    public String toString() {
+        return "KvClientConfig{addresses="
+                + addresses
+                + ", requestTimeout="
+                + requestTimeout
+                + ", maxAttempts="
+                + maxAttempts
+                + ", backoff="
+                + initialBackoff
+                + ".."
+                + maxBackoff
+                + '}';
+    }
+
+    /** Builder with defaults: 10 s deadline, 3 attempts, 50 ms..1 s backoff. */
+    public static final class Builder {
+        private final List<String> addresses = new ArrayList<>();
+        private Duration requestTimeout = Duration.ofSeconds(10);
+        private int maxAttempts = 3;
+        private Duration initialBackoff = Duration.ofMillis(50);
+        private Duration maxBackoff = Duration.ofSeconds(1);
+
+        private Builder() {}
+
+        public Builder requestTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("request timeout must be > 0: " + timeout);
+            }
+            this.requestTimeout = timeout;
+            return this;
+        }
+
+        public Builder maxAttempts(int attempts) {
+            if (attempts < 1) {
+                throw new IllegalArgumentException("max attempts must be >= 1: " + attempts);
+            }
+            this.maxAttempts = attempts;
+            return this;
+        }
+
+        public Builder backoff(Duration initial, Duration max) {
+            this.initialBackoff = Objects.requireNonNull(initial);
+            this.maxBackoff = Objects.requireNonNull(max);
+            return this;
+        }
+
+        public KvClientConfig build() {
+            return new KvClientConfig(this);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+package io.taishan.kv.client;
+
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import javax.annotation.Nullable;
+
+/**
+ * The Taishan KV service as the state backend sees it: tables of fixed shard count, shard ownership
+ * by epoch, reads and ordered batched writes per shard, and per-shard snapshots.
+ *
+ * <p>Every method may throw a {@link KvException}; the subclasses name the cases a caller can act
+ * on ({@link TableNotFoundException}, {@link FencedException}, {@link SnapshotNotFoundException},
+ * {@link KvUnavailableException}, ...). Implementations are thread-safe.
+ */
+public interface KvStore extends AutoCloseable {
+
+    // ---- tables
+
+    /** Creates the table; fails with {@link TableExistsException} if it exists. */
+    TableInfo createTable(String name, int shardCount);
+
+    /**
+     * Creates the table unless it exists with the same shard count; a different shard count fails
+     * with {@link TableExistsException}.
+     */
+    TableInfo createTableIfAbsent(String name, int shardCount);
+
+    Optional<TableInfo> describeTable(String name);
+
+    List<TableInfo> listTables();
+
+    /** Drops the table with all its shards and snapshots; fails if it does not exist. */
+    void dropTable(String name);
+
+    // ---- ownership
+
+    /** Takes ownership of a shard: every lease handed out before for it is fenced from now on. */
+    ShardLease openShard(String table, int shard);
+
+    // ---- reads
+
+    /** The value, or null when the key is absent. */
+    @Nullable
+    byte[] get(ShardLease lease, byte[] key);
+
+    /** The values (null where absent) of keys of one shard, in one round trip per node. */
+    List<byte[]> multiGet(ShardLease lease, List<byte[]> keys);
+
+    /**
+     * The entries of a range in unsigned byte order, fetched page by page ({@code pageSize} entries
+     * at most per round trip; 0 for the server's limit), so memory stays bounded.
+     */
+    CloseableIterator<KvEntry> scan(
+            ShardLease lease, ScanRange range, int pageSize, boolean keysOnly);
+
+    // ---- writes
+
+    /** Applies the batch; returns once every touched shard has applied it. */
+    WriteResult write(WriteBatch batch);
+
+    /** {@link #write} without blocking the caller. Never retried: append is not idempotent. */
+    CompletableFuture<WriteResult> writeAsync(WriteBatch batch);
+
+    // ---- snapshots
+
+    /** A durable snapshot of each leased shard (all of one table), tagged {@code snapshotId}. */
+    List<SnapshotInfo> snapshot(List<ShardLease> shards, long snapshotId, boolean pinned);
+
+    /** Rolls the live shard back to the snapshot and returns a new lease on it. */
+    ShardLease restore(String table, int shard, long snapshotId);
+
+    /**
+     * Starts {@code targetTable}'s shard (the table must exist with the same shard count) from a
+     * snapshot of {@code sourceTable}'s, and returns a lease on it; the source is untouched.
+     */
+    ShardLease cloneShard(String sourceTable, int shard, long snapshotId, String targetTable);
+
+    /** Every snapshot of every shard of the table. */
+    List<SnapshotInfo> listSnapshots(String table);
+
+    List<SnapshotInfo> listSnapshots(String table, int shard);
+
+    /** Drops one snapshot, pinned or not; false if it did not exist. */
+    boolean dropSnapshot(String table, int shard, long snapshotId);
+
+    /** Drops every unpinned snapshot of the table with an id below {@code snapshotId}. */
+    int dropSnapshotsBelow(String table, long snapshotId);
+
+    // ---- cluster
+
+    /** The health of every node. */
+    List<NodeHealth> health();
+
+    /** The limits the servers enforce. */
+    KvLimits limits();
+
+    @Override
+    void close();
+}

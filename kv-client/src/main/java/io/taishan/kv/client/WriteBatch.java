@@ -1,0 +1,156 @@
+package io.taishan.kv.client;
+
+import com.google.protobuf.ByteString;
+import io.taishan.kv.proto.Append;
+import io.taishan.kv.proto.Delete;
+import io.taishan.kv.proto.DeleteRange;
+import io.taishan.kv.proto.Put;
+import io.taishan.kv.proto.ShardWrite;
+import io.taishan.kv.proto.SnapshotMarker;
+import io.taishan.kv.proto.WriteOp;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Ordered mutations over many shards of one table, sent by {@link KvStore#write}. The server
+ * applies each shard's ops in the order they were added, atomically per shard; a snapshot marker
+ * cuts the shard's snapshot exactly at its place in that order.
+ *
+ * <p>Not thread-safe; the bytes passed in are copied.
+ */
+public final class WriteBatch {
+    /** Per-op framing overhead assumed when estimating the request size. */
+    private static final int OP_OVERHEAD_BYTES = 12;
+
+    private final String table;
+    private final Map<Integer, ShardWrite.Builder> shards = new LinkedHashMap<>();
+    private int opCount;
+    private long estimatedBytes;
+
+    public WriteBatch(String table) {
+        this.table = table;
+    }
+
+    public String table() {
+        return table;
+    }
+
+    public WriteBatch put(ShardLease lease, byte[] key, byte[] value) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setPut(
+                                Put.newBuilder()
+                                        .setKey(ByteString.copyFrom(key))
+                                        .setValue(ByteString.copyFrom(value)))
+                        .build(),
+                key.length + value.length);
+    }
+
+    public WriteBatch delete(ShardLease lease, byte[] key) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setDelete(Delete.newBuilder().setKey(ByteString.copyFrom(key)))
+                        .build(),
+                key.length);
+    }
+
+    /** Deletes every key in {@code [beginKey, endKey)}. */
+    public WriteBatch deleteRange(ShardLease lease, byte[] beginKey, byte[] endKey) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setDeleteRange(
+                                DeleteRange.newBuilder()
+                                        .setBeginKey(ByteString.copyFrom(beginKey))
+                                        .setEndKey(ByteString.copyFrom(endKey)))
+                        .build(),
+                beginKey.length + endKey.length);
+    }
+
+    /**
+     * Server-side append: the value becomes {@code old + ',' + value}, or {@code value} when the
+     * key is absent, without a read.
+     */
+    public WriteBatch append(ShardLease lease, byte[] key, byte[] value) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setAppend(
+                                Append.newBuilder()
+                                        .setKey(ByteString.copyFrom(key))
+                                        .setValue(ByteString.copyFrom(value)))
+                        .build(),
+                key.length + value.length);
+    }
+
+    /** A durable snapshot of the shard exactly at this point of its write stream. */
+    public WriteBatch snapshotMarker(ShardLease lease, long snapshotId, boolean pinned) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setSnapshot(
+                                SnapshotMarker.newBuilder()
+                                        .setSnapshotId(snapshotId)
+                                        .setPinned(pinned))
+                        .build(),
+                0);
+    }
+
+    public int opCount() {
+        return opCount;
+    }
+
+    public boolean isEmpty() {
+        return opCount == 0;
+    }
+
+    /** Roughly the serialized size of this batch, for size-based flushing and request limits. */
+    public long estimatedBytes() {
+        return estimatedBytes;
+    }
+
+    /** The shards touched, in first-touch order. */
+    public List<Integer> shards() {
+        return new ArrayList<>(shards.keySet());
+    }
+
+    List<ShardWrite> shardWrites() {
+        List<ShardWrite> result = new ArrayList<>(shards.size());
+        for (ShardWrite.Builder b : shards.values()) {
+            result.add(b.build());
+        }
+        return result;
+    }
+
+    private WriteBatch add(ShardLease lease, WriteOp op, int payloadBytes) {
+        if (!lease.table().equals(table)) {
+            throw new IllegalArgumentException(
+                    "lease of table '"
+                            + lease.table()
+                            + "' used in a batch of table '"
+                            + table
+                            + "'");
+        }
+        ShardWrite.Builder shard = shards.get(lease.shard());
+        if (shard == null) {
+            shard = ShardWrite.newBuilder().setShard(lease.shard()).setEpoch(lease.epoch());
+            shards.put(lease.shard(), shard);
+        } else if (shard.getEpoch() != lease.epoch()) {
+            throw new IllegalArgumentException(
+                    "two epochs for shard "
+                            + lease.shard()
+                            + " in one batch: "
+                            + shard.getEpoch()
+                            + " and "
+                            + lease.epoch());
+        }
+        shard.addOps(op);
+        opCount++;
+        estimatedBytes += payloadBytes + OP_OVERHEAD_BYTES;
+        return this;
+    }
+}
