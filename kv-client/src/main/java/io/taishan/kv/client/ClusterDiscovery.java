@@ -1,0 +1,134 @@
+package io.taishan.kv.client;
+
+import io.grpc.ManagedChannel;
+import io.taishan.kv.proto.ClusterInfoRequest;
+import io.taishan.kv.proto.ClusterInfoResponse;
+import io.taishan.kv.proto.ErrorCode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Learns the cluster from its seeds: the first seed that answers gives the ordered node list and
+ * the limits; then every node must report the same list with itself at its own place, because a
+ * client and a server that disagree on the shard map would send shards to the wrong node.
+ */
+final class ClusterDiscovery {
+    private static final ClusterInfoRequest CLUSTER_INFO = ClusterInfoRequest.getDefaultInstance();
+
+    /** The nodes in shard-map order and the limits they enforce. */
+    record Cluster(List<KvNode> nodes, KvLimits limits) {}
+
+    private ClusterDiscovery() {}
+
+    /**
+     * @param channels every channel opened, by address, so that the caller can close them
+     */
+    static Cluster discover(
+            KvClientConfig config, RetryingCaller caller, Map<String, ManagedChannel> channels) {
+        KvNode seed = null;
+        ClusterInfoResponse info = null;
+        List<KvException> failures = new ArrayList<>();
+        for (String address : config.addresses()) {
+            KvNode candidate =
+                    KvNode.of(-1, address, channels.computeIfAbsent(address, KvNode::openChannel));
+            try {
+                info =
+                        caller.call(
+                                candidate,
+                                () -> "ClusterInfo",
+                                true,
+                                s -> s.clusterInfo(CLUSTER_INFO));
+                seed = candidate;
+                break;
+            } catch (KvException e) {
+                failures.add(e);
+            }
+        }
+        if (info == null) {
+            throw noSeedAnswered(config, failures);
+        }
+        List<String> addresses =
+                info.getNodesCount() == 0 ? List.of(seed.address()) : info.getNodesList();
+        int seedIndex = info.getNodesCount() == 0 ? 0 : info.getSelfIndex();
+        if (seedIndex < 0 || seedIndex >= addresses.size()) {
+            throw new KvException(
+                    ErrorCode.INVALID_ARGUMENT,
+                    "kv-server reports self index " + seedIndex + " in node list " + addresses,
+                    seed.address(),
+                    null);
+        }
+        List<KvNode> nodes = new ArrayList<>(addresses.size());
+        for (int i = 0; i < addresses.size(); i++) {
+            if (i == seedIndex) {
+                // The seed is reached by the address it was given, which may differ in spelling.
+                nodes.add(seed.withIndex(i));
+            } else {
+                String address = addresses.get(i);
+                nodes.add(
+                        KvNode.of(
+                                i,
+                                address,
+                                channels.computeIfAbsent(address, KvNode::openChannel)));
+            }
+        }
+        for (KvNode node : nodes) {
+            if (node.index() != seedIndex) {
+                checkAgrees(
+                        node,
+                        caller.call(
+                                node, () -> "ClusterInfo", true, s -> s.clusterInfo(CLUSTER_INFO)),
+                        addresses,
+                        seed);
+            }
+        }
+        return new Cluster(nodes, ProtoConversions.limits(info.getLimits()));
+    }
+
+    private static void checkAgrees(
+            KvNode node, ClusterInfoResponse info, List<String> expected, KvNode seed) {
+        if (!info.getNodesList().equals(expected) || info.getSelfIndex() != node.index()) {
+            throw new KvException(
+                    ErrorCode.INVALID_ARGUMENT,
+                    "kv-server cluster misconfigured: node "
+                            + node.index()
+                            + " reports node list "
+                            + info.getNodesList()
+                            + " with itself at index "
+                            + info.getSelfIndex()
+                            + ", but "
+                            + seed.address()
+                            + " reports "
+                            + expected
+                            + " with it at index "
+                            + node.index(),
+                    node.address(),
+                    null);
+        }
+    }
+
+    private static KvException noSeedAnswered(KvClientConfig config, List<KvException> failures) {
+        KvException result = null;
+        for (KvException failure : failures) {
+            if (!(failure instanceof KvUnavailableException)) {
+                // Something answered, but not as a Taishan kv-server would: that says more.
+                result = failure;
+                break;
+            }
+        }
+        if (result == null) {
+            result =
+                    new KvUnavailableException(
+                            "no kv-server answered at " + String.join(", ", config.addresses()),
+                            String.join(",", config.addresses()),
+                            config.maxAttempts(),
+                            failures.get(0));
+        }
+        for (KvException failure : failures) {
+            if (failure != result && failure != result.getCause()) {
+                result.addSuppressed(failure);
+            }
+        }
+        return result;
+    }
+}

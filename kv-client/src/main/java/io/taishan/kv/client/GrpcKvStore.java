@@ -1,0 +1,823 @@
+package io.taishan.kv.client;
+
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.ThreadFactoryBuilder;
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.ManagedChannel;
+import io.taishan.kv.proto.CloneRequest;
+import io.taishan.kv.proto.CreateTableRequest;
+import io.taishan.kv.proto.DescribeTableRequest;
+import io.taishan.kv.proto.DropSnapshotRequest;
+import io.taishan.kv.proto.DropSnapshotsBelowRequest;
+import io.taishan.kv.proto.DropTableRequest;
+import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.GetRequest;
+import io.taishan.kv.proto.GetResponse;
+import io.taishan.kv.proto.HealthRequest;
+import io.taishan.kv.proto.HealthResponse;
+import io.taishan.kv.proto.KeyRef;
+import io.taishan.kv.proto.KvServiceGrpc.KvServiceBlockingStub;
+import io.taishan.kv.proto.KvServiceGrpc.KvServiceFutureStub;
+import io.taishan.kv.proto.ListSnapshotsRequest;
+import io.taishan.kv.proto.ListSnapshotsResponse;
+import io.taishan.kv.proto.ListTablesRequest;
+import io.taishan.kv.proto.MultiGetRequest;
+import io.taishan.kv.proto.MultiGetResponse;
+import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.ScanRequest;
+import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardWrite;
+import io.taishan.kv.proto.ShardWriteResult;
+import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.proto.ValueResult;
+import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.proto.WriteResponse;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import javax.annotation.Nullable;
+
+/**
+ * The {@link KvStore} over gRPC: one channel per node, each shard routed to its owner by {@link
+ * ShardMap}, a deadline on every attempt, bounded retries with backoff for idempotent calls only.
+ *
+ * <p>Tables are created and dropped on every node; their shard counts are cached (from create or
+ * describe) to route. Writes go out as one request per node in parallel, cut into several when the
+ * server's limits demand, never splitting one shard's ops.
+ *
+ * <p>Two writes in flight at once (see {@link #writeAsync}) have no order between them, even for
+ * the same shard; a caller that needs per-shard order waits for one before sending the next.
+ *
+ * <p>Keys passed to reads are wrapped, not copied: they must not change until the call returns.
+ * Thread-safe.
+ */
+public final class GrpcKvStore implements KvStore {
+    private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
+    private static final long CLOSE_GRACE_MILLIS = 5_000;
+
+    private final List<KvNode> nodes;
+    private final ShardRouter router;
+    private final KvLimits limits;
+    private final RetryingCaller caller;
+    private final RequestSplitter splitter;
+    private final ScheduledExecutorService retryScheduler;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private GrpcKvStore(
+            List<KvNode> nodes,
+            KvLimits limits,
+            RetryingCaller caller,
+            ScheduledExecutorService retryScheduler) {
+        this.nodes = List.copyOf(nodes);
+        this.router = new ShardRouter(nodes, this::describeTable);
+        this.limits = limits;
+        this.caller = caller;
+        this.splitter = new RequestSplitter(limits);
+        this.retryScheduler = retryScheduler;
+    }
+
+    /**
+     * Asks the seeds, in order, for the cluster's node list and limits, connects to every node and
+     * checks that all of them agree on the node list.
+     *
+     * @throws KvUnavailableException naming the addresses when no seed (or some node) answers
+     *     within the configured timeout and attempts
+     * @throws KvException when the nodes disagree about the cluster
+     */
+    public static GrpcKvStore connect(KvClientConfig config) {
+        ScheduledExecutorService scheduler =
+                Executors.newSingleThreadScheduledExecutor(
+                        new ThreadFactoryBuilder()
+                                .setNameFormat("taishan-kv-client-retry-%d")
+                                .setDaemon(true)
+                                .build());
+        RetryingCaller caller = new RetryingCaller(config, scheduler);
+        Map<String, ManagedChannel> channels = new LinkedHashMap<>();
+        try {
+            ClusterDiscovery.Cluster cluster = ClusterDiscovery.discover(config, caller, channels);
+            for (ManagedChannel channel : channels.values()) {
+                if (cluster.nodes().stream().noneMatch(n -> n.channel() == channel)) {
+                    channel.shutdownNow();
+                }
+            }
+            return new GrpcKvStore(cluster.nodes(), cluster.limits(), caller, scheduler);
+        } catch (RuntimeException e) {
+            channels.values().forEach(ManagedChannel::shutdownNow);
+            scheduler.shutdownNow();
+            throw e;
+        }
+    }
+
+    /** The nodes in shard-map order, as this client reaches them. */
+    public List<String> nodeAddresses() {
+        List<String> addresses = new ArrayList<>(nodes.size());
+        for (KvNode node : nodes) {
+            addresses.add(node.address());
+        }
+        return addresses;
+    }
+
+    // ---- tables
+
+    @Override
+    public TableInfo createTable(String name, int shardCount) {
+        return create(name, shardCount, false);
+    }
+
+    @Override
+    public TableInfo createTableIfAbsent(String name, int shardCount) {
+        return create(name, shardCount, true);
+    }
+
+    /**
+     * Node 0 decides whether the table existed; the others are asked with if_not_exists so that a
+     * create that failed half-way through the nodes can be completed by repeating it.
+     */
+    private TableInfo create(String name, int shardCount, boolean ifNotExists) {
+        ensureOpen();
+        TableInfo created = null;
+        for (KvNode node : nodes) {
+            CreateTableRequest request =
+                    CreateTableRequest.newBuilder()
+                            .setName(name)
+                            .setShardCount(shardCount)
+                            .setIfNotExists(ifNotExists || node.index() > 0)
+                            .build();
+            TableInfo info =
+                    ProtoConversions.table(
+                            caller.call(
+                                            node,
+                                            () -> "CreateTable(" + name + ", " + shardCount + ")",
+                                            false,
+                                            stub -> stub.createTable(request))
+                                    .getTable());
+            if (created == null) {
+                created = info;
+            }
+        }
+        router.remember(created);
+        return created;
+    }
+
+    @Override
+    public Optional<TableInfo> describeTable(String name) {
+        ensureOpen();
+        DescribeTableRequest request = DescribeTableRequest.newBuilder().setName(name).build();
+        try {
+            TableInfo info =
+                    ProtoConversions.table(
+                            caller.call(
+                                            router.first(),
+                                            () -> "DescribeTable(" + name + ")",
+                                            true,
+                                            stub -> stub.describeTable(request))
+                                    .getTable());
+            router.remember(info);
+            return Optional.of(info);
+        } catch (TableNotFoundException e) {
+            router.forget(name);
+            return Optional.empty();
+        }
+    }
+
+    @Override
+    public List<TableInfo> listTables() {
+        ensureOpen();
+        List<TableInfo> result = new ArrayList<>();
+        for (io.taishan.kv.proto.TableInfo table :
+                caller.call(
+                                router.first(),
+                                () -> "ListTables",
+                                true,
+                                stub -> stub.listTables(ListTablesRequest.getDefaultInstance()))
+                        .getTablesList()) {
+            result.add(ProtoConversions.table(table));
+        }
+        return result;
+    }
+
+    /** Node 0 decides whether the table existed; on the others it may be gone already. */
+    @Override
+    public void dropTable(String name) {
+        ensureOpen();
+        DropTableRequest request = DropTableRequest.newBuilder().setName(name).build();
+        router.forget(name);
+        for (KvNode node : nodes) {
+            try {
+                caller.call(
+                        node, () -> "DropTable(" + name + ")", false, s -> s.dropTable(request));
+            } catch (TableNotFoundException e) {
+                if (node.index() == 0) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    // ---- ownership
+
+    @Override
+    public ShardLease openShard(String table, int shard) {
+        OpenShardRequest request =
+                OpenShardRequest.newBuilder().setTable(table).setShard(shard).build();
+        long epoch =
+                callShard(table, shard, "OpenShard", false, stub -> stub.openShard(request))
+                        .getEpoch();
+        return new ShardLease(table, shard, epoch);
+    }
+
+    // ---- reads
+
+    @Nullable
+    @Override
+    public byte[] get(ShardLease lease, byte[] key) {
+        GetRequest request =
+                GetRequest.newBuilder()
+                        .setTable(lease.table())
+                        .setShard(shardRef(lease))
+                        .setKey(UnsafeByteOperations.unsafeWrap(key))
+                        .build();
+        GetResponse response =
+                callShard(lease.table(), lease.shard(), "Get", true, stub -> stub.get(request));
+        return response.getFound() ? response.getValue().toByteArray() : null;
+    }
+
+    @Override
+    public List<byte[]> multiGet(ShardLease lease, List<byte[]> keys) {
+        if (keys.isEmpty()) {
+            ensureOpen();
+            return new ArrayList<>();
+        }
+        ShardRef shardRef = shardRef(lease);
+        List<KeyRef> keyRefs = new ArrayList<>(keys.size());
+        for (byte[] key : keys) {
+            ByteString wrapped = UnsafeByteOperations.unsafeWrap(key);
+            splitter.checkKey(wrapped, "multi-get", lease.shard());
+            keyRefs.add(KeyRef.newBuilder().setShard(shardRef).setKey(wrapped).build());
+        }
+        List<MultiGetRequest> requests = splitter.splitMultiGet(lease.table(), keyRefs);
+        List<MultiGetResponse> responses;
+        if (requests.size() == 1) {
+            MultiGetRequest only = requests.get(0);
+            MultiGetResponse response =
+                    callShard(
+                            lease.table(),
+                            lease.shard(),
+                            "MultiGet",
+                            true,
+                            stub -> stub.multiGet(only));
+            responses = List.of(response);
+        } else {
+            KvNode node = router.nodeFor(lease.table(), lease.shard());
+            List<CompletableFuture<MultiGetResponse>> pending = new ArrayList<>(requests.size());
+            for (MultiGetRequest request : requests) {
+                pending.add(
+                        caller.callAsync(
+                                node,
+                                () -> describe("MultiGet", lease.table(), lease.shard()),
+                                true,
+                                stub -> stub.multiGet(request)));
+            }
+            responses = awaitAll(pending, lease.table());
+        }
+        List<byte[]> values = new ArrayList<>(keys.size());
+        for (int i = 0; i < responses.size(); i++) {
+            MultiGetResponse response = responses.get(i);
+            int asked = requests.get(i).getKeysCount();
+            if (response.getValuesCount() != asked) {
+                throw new KvException(
+                        ErrorCode.ERROR_CODE_UNSPECIFIED,
+                        "MultiGet answered "
+                                + response.getValuesCount()
+                                + " values for "
+                                + asked
+                                + " keys",
+                        router.nodeFor(lease.table(), lease.shard()).address(),
+                        null);
+            }
+            for (ValueResult value : response.getValuesList()) {
+                values.add(value.getFound() ? value.getValue().toByteArray() : null);
+            }
+        }
+        return values;
+    }
+
+    @Override
+    public CloseableIterator<KvEntry> scan(
+            ShardLease lease, ScanRange range, int pageSize, boolean keysOnly) {
+        if (pageSize < 0) {
+            throw new IllegalArgumentException("page size must be >= 0: " + pageSize);
+        }
+        ensureOpen();
+        ScanRequest firstPage =
+                ScanRequest.newBuilder()
+                        .setTable(lease.table())
+                        .setShard(shardRef(lease))
+                        .setStartKey(UnsafeByteOperations.unsafeWrap(range.startUnsafe()))
+                        .setEndKey(UnsafeByteOperations.unsafeWrap(range.endUnsafe()))
+                        .setLimit(pageSize)
+                        .setKeysOnly(keysOnly)
+                        .build();
+        return new ScanPageIterator(
+                firstPage,
+                request ->
+                        callShard(lease.table(), lease.shard(), "Scan", true, s -> s.scan(request)),
+                () -> router.nodeFor(lease.table(), lease.shard()).address());
+    }
+
+    // ---- writes
+
+    @Override
+    public WriteResult write(WriteBatch batch) {
+        ensureOpen();
+        if (batch.isEmpty()) {
+            return WriteResult.EMPTY;
+        }
+        List<ShardWrite> shardWrites = batch.shardWrites();
+        splitter.checkOps(shardWrites);
+        TableInfo info = router.tableInfo(batch.table());
+        List<RoutedWrite> writes = route(batch.table(), info, shardWrites);
+        if (writes.size() > 1) {
+            return await(send(batch.table(), shardWrites, writes), "Write(" + batch.table() + ")");
+        }
+        // One request: on this thread, as the blocking stub does it without a thread hop.
+        WriteRequest request = writes.get(0).request();
+        try {
+            WriteResponse response =
+                    caller.call(
+                            writes.get(0).node(),
+                            () -> describeWrite(request),
+                            false,
+                            stub -> stub.write(request));
+            return combine(shardWrites, List.of(response));
+        } catch (TableNotFoundException | ShardNotOwnedException e) {
+            router.forget(batch.table());
+            throw e;
+        }
+    }
+
+    /**
+     * Sends without blocking: checks sizes and cuts the requests first (failing the future before
+     * anything is sent), describes the table first if this client does not know its shard count.
+     * The future completes once every request has answered, on a gRPC thread; it fails with the
+     * first failure, the others suppressed. Shards whose requests succeeded keep their writes.
+     */
+    @Override
+    public CompletableFuture<WriteResult> writeAsync(WriteBatch batch) {
+        try {
+            ensureOpen();
+            if (batch.isEmpty()) {
+                return CompletableFuture.completedFuture(WriteResult.EMPTY);
+            }
+            List<ShardWrite> shardWrites = batch.shardWrites();
+            splitter.checkOps(shardWrites);
+            TableInfo known = router.known(batch.table());
+            if (!router.needsShardCounts() || known != null) {
+                return sendWrites(batch.table(), known, shardWrites);
+            }
+            DescribeTableRequest describe =
+                    DescribeTableRequest.newBuilder().setName(batch.table()).build();
+            CompletableFuture<WriteResult> result = new CompletableFuture<>();
+            caller.callAsync(
+                            router.first(),
+                            () -> "DescribeTable(" + batch.table() + ")",
+                            true,
+                            stub -> stub.describeTable(describe))
+                    .whenComplete(
+                            (described, failure) -> {
+                                if (failure != null) {
+                                    result.completeExceptionally(failure);
+                                    return;
+                                }
+                                TableInfo info = ProtoConversions.table(described.getTable());
+                                router.remember(info);
+                                sendWrites(batch.table(), info, shardWrites)
+                                        .whenComplete(
+                                                (written, writeFailure) -> {
+                                                    if (writeFailure != null) {
+                                                        result.completeExceptionally(writeFailure);
+                                                    } else {
+                                                        result.complete(written);
+                                                    }
+                                                });
+                            });
+            return result;
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** One request and the node it goes to. */
+    private record RoutedWrite(KvNode node, WriteRequest request) {}
+
+    private CompletableFuture<WriteResult> sendWrites(
+            String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+        return send(table, shardWrites, route(table, info, shardWrites));
+    }
+
+    /**
+     * Groups the shard writes by owner and cuts each node's share into requests, all before the
+     * first is sent: a batch over the limits sends nothing.
+     */
+    private List<RoutedWrite> route(
+            String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+        Map<KvNode, List<ShardWrite>> byNode = new LinkedHashMap<>();
+        for (ShardWrite shardWrite : shardWrites) {
+            KvNode node = router.nodeFor(info, shardWrite.getShard());
+            byNode.computeIfAbsent(node, n -> new ArrayList<>()).add(shardWrite);
+        }
+        List<RoutedWrite> writes = new ArrayList<>();
+        for (Map.Entry<KvNode, List<ShardWrite>> entry : byNode.entrySet()) {
+            for (WriteRequest request : splitter.splitWrites(table, entry.getValue())) {
+                writes.add(new RoutedWrite(entry.getKey(), request));
+            }
+        }
+        return writes;
+    }
+
+    private CompletableFuture<WriteResult> send(
+            String table, List<ShardWrite> shardWrites, List<RoutedWrite> writes) {
+        List<CompletableFuture<WriteResponse>> pending = new ArrayList<>(writes.size());
+        for (RoutedWrite write : writes) {
+            WriteRequest request = write.request();
+            pending.add(
+                    caller.callAsync(
+                            write.node(),
+                            () -> describeWrite(request),
+                            false,
+                            stub -> stub.write(request)));
+        }
+        CompletableFuture<WriteResult> result = new CompletableFuture<>();
+        CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]))
+                .whenComplete(
+                        (ignored, anyFailure) -> {
+                            try {
+                                result.complete(combine(shardWrites, joinAll(pending, table)));
+                            } catch (RuntimeException e) {
+                                result.completeExceptionally(e);
+                            }
+                        });
+        return result;
+    }
+
+    /** The markers' snapshots, shard by shard in the batch's first-touch order. */
+    private static WriteResult combine(
+            List<ShardWrite> shardWrites, List<WriteResponse> responses) {
+        Map<Integer, ShardWriteResult> byShard = new HashMap<>();
+        boolean anySnapshot = false;
+        for (WriteResponse response : responses) {
+            for (ShardWriteResult shardResult : response.getResultsList()) {
+                byShard.put(shardResult.getShard(), shardResult);
+                anySnapshot |= shardResult.getSnapshotsCount() > 0;
+            }
+        }
+        if (!anySnapshot) {
+            return WriteResult.EMPTY;
+        }
+        List<SnapshotInfo> snapshots = new ArrayList<>();
+        for (ShardWrite shardWrite : shardWrites) {
+            ShardWriteResult shardResult = byShard.get(shardWrite.getShard());
+            if (shardResult != null) {
+                for (io.taishan.kv.proto.SnapshotInfo s : shardResult.getSnapshotsList()) {
+                    snapshots.add(ProtoConversions.snapshot(s));
+                }
+            }
+        }
+        return new WriteResult(List.copyOf(snapshots));
+    }
+
+    // ---- snapshots
+
+    @Override
+    public List<SnapshotInfo> snapshot(List<ShardLease> shards, long snapshotId, boolean pinned) {
+        ensureOpen();
+        if (shards.isEmpty()) {
+            return List.of();
+        }
+        String table = shards.get(0).table();
+        Map<KvNode, SnapshotRequest.Builder> byNode = new LinkedHashMap<>();
+        for (ShardLease lease : shards) {
+            if (!lease.table().equals(table)) {
+                throw new IllegalArgumentException(
+                        "one snapshot call covers one table, got '"
+                                + table
+                                + "' and '"
+                                + lease.table()
+                                + "'");
+            }
+            byNode.computeIfAbsent(
+                            router.nodeFor(table, lease.shard()),
+                            n ->
+                                    SnapshotRequest.newBuilder()
+                                            .setTable(table)
+                                            .setSnapshotId(snapshotId)
+                                            .setPinned(pinned))
+                    .addShards(shardRef(lease));
+        }
+        List<CompletableFuture<SnapshotResponse>> pending = new ArrayList<>(byNode.size());
+        for (Map.Entry<KvNode, SnapshotRequest.Builder> entry : byNode.entrySet()) {
+            SnapshotRequest request = entry.getValue().build();
+            pending.add(
+                    caller.callAsync(
+                            entry.getKey(),
+                            () -> "Snapshot(" + table + ", id " + snapshotId + ")",
+                            true,
+                            stub -> stub.snapshot(request)));
+        }
+        List<SnapshotInfo> result = new ArrayList<>(shards.size());
+        for (SnapshotResponse response : awaitAll(pending, table)) {
+            for (io.taishan.kv.proto.SnapshotInfo s : response.getSnapshotsList()) {
+                result.add(ProtoConversions.snapshot(s));
+            }
+        }
+        return result;
+    }
+
+    @Override
+    public ShardLease restore(String table, int shard, long snapshotId) {
+        RestoreRequest request =
+                RestoreRequest.newBuilder()
+                        .setTable(table)
+                        .setShard(shard)
+                        .setSnapshotId(snapshotId)
+                        .build();
+        long epoch =
+                callShard(table, shard, "Restore", false, stub -> stub.restore(request)).getEpoch();
+        return new ShardLease(table, shard, epoch);
+    }
+
+    /** Routed by the source table: both have the same shard count, hence the same owner. */
+    @Override
+    public ShardLease cloneShard(
+            String sourceTable, int shard, long snapshotId, String targetTable) {
+        CloneRequest request =
+                CloneRequest.newBuilder()
+                        .setSourceTable(sourceTable)
+                        .setShard(shard)
+                        .setSnapshotId(snapshotId)
+                        .setTargetTable(targetTable)
+                        .build();
+        long epoch =
+                callShard(sourceTable, shard, "Clone", false, stub -> stub.clone(request))
+                        .getEpoch();
+        return new ShardLease(targetTable, shard, epoch);
+    }
+
+    @Override
+    public List<SnapshotInfo> listSnapshots(String table) {
+        ensureOpen();
+        ListSnapshotsRequest request = ListSnapshotsRequest.newBuilder().setTable(table).build();
+        List<SnapshotInfo> result =
+                snapshotsOf(
+                        onEveryNode(
+                                () -> "ListSnapshots(" + table + ")",
+                                table,
+                                s -> s.listSnapshots(request)));
+        result.sort(
+                Comparator.comparingInt(SnapshotInfo::shard)
+                        .thenComparingLong(SnapshotInfo::snapshotId));
+        return result;
+    }
+
+    @Override
+    public List<SnapshotInfo> listSnapshots(String table, int shard) {
+        ListSnapshotsRequest request =
+                ListSnapshotsRequest.newBuilder().setTable(table).setShard(shard).build();
+        ListSnapshotsResponse response =
+                callShard(table, shard, "ListSnapshots", true, stub -> stub.listSnapshots(request));
+        return snapshotsOf(List.of(response));
+    }
+
+    @Override
+    public boolean dropSnapshot(String table, int shard, long snapshotId) {
+        DropSnapshotRequest request =
+                DropSnapshotRequest.newBuilder()
+                        .setTable(table)
+                        .setShard(shard)
+                        .setSnapshotId(snapshotId)
+                        .build();
+        return callShard(table, shard, "DropSnapshot", true, stub -> stub.dropSnapshot(request))
+                .getDropped();
+    }
+
+    @Override
+    public int dropSnapshotsBelow(String table, long snapshotId) {
+        ensureOpen();
+        DropSnapshotsBelowRequest request =
+                DropSnapshotsBelowRequest.newBuilder()
+                        .setTable(table)
+                        .setSnapshotId(snapshotId)
+                        .build();
+        int dropped = 0;
+        for (var response :
+                onEveryNode(
+                        () -> "DropSnapshotsBelow(" + table + ", " + snapshotId + ")",
+                        table,
+                        stub -> stub.dropSnapshotsBelow(request))) {
+            dropped += response.getDropped();
+        }
+        return dropped;
+    }
+
+    // ---- cluster
+
+    /**
+     * Every node's answer, in node order. A node that does not answer within the attempts is
+     * reported with status {@code UNREACHABLE}, one that fails the call with {@code ERROR}: a
+     * health check should show a sick node, not throw.
+     */
+    @Override
+    public List<NodeHealth> health() {
+        ensureOpen();
+        List<CompletableFuture<NodeHealth>> pending = new ArrayList<>(nodes.size());
+        for (KvNode node : nodes) {
+            pending.add(
+                    caller.callAsync(node, () -> "Health", true, stub -> stub.health(HEALTH))
+                            .handle((answer, failure) -> health(node, answer, failure)));
+        }
+        return awaitAll(pending, null);
+    }
+
+    private static NodeHealth health(
+            KvNode node, @Nullable HealthResponse answer, @Nullable Throwable failure) {
+        if (failure == null) {
+            return ProtoConversions.health(node.address(), answer);
+        }
+        String status = failure instanceof KvUnavailableException ? "UNREACHABLE" : "ERROR";
+        return new NodeHealth(node.address(), node.index(), status, 0, 0, 0, "");
+    }
+
+    @Override
+    public KvLimits limits() {
+        return limits;
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        retryScheduler.shutdownNow();
+        for (KvNode node : nodes) {
+            node.channel().shutdown();
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_GRACE_MILLIS);
+        try {
+            for (KvNode node : nodes) {
+                long remaining = deadline - System.nanoTime();
+                if (remaining <= 0
+                        || !node.channel().awaitTermination(remaining, TimeUnit.NANOSECONDS)) {
+                    node.channel().shutdownNow();
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            nodes.forEach(node -> node.channel().shutdownNow());
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "GrpcKvStore" + nodeAddresses();
+    }
+
+    // ---- routing and plumbing
+
+    private <R> R callShard(
+            String table,
+            int shard,
+            String rpc,
+            boolean idempotent,
+            Function<KvServiceBlockingStub, R> call) {
+        ensureOpen();
+        KvNode node = router.nodeFor(table, shard);
+        try {
+            return caller.call(node, () -> describe(rpc, table, shard), idempotent, call);
+        } catch (TableNotFoundException | ShardNotOwnedException e) {
+            // The cached shard count may be stale (the table was dropped and created again).
+            router.forget(table);
+            throw e;
+        }
+    }
+
+    private <R> List<R> onEveryNode(
+            Supplier<String> what,
+            String table,
+            Function<KvServiceFutureStub, ListenableFuture<R>> call) {
+        List<CompletableFuture<R>> pending = new ArrayList<>(nodes.size());
+        for (KvNode node : nodes) {
+            pending.add(caller.callAsync(node, what, true, call));
+        }
+        return awaitAll(pending, table);
+    }
+
+    private static List<SnapshotInfo> snapshotsOf(List<ListSnapshotsResponse> responses) {
+        List<SnapshotInfo> result = new ArrayList<>();
+        for (ListSnapshotsResponse response : responses) {
+            for (io.taishan.kv.proto.SnapshotInfo s : response.getSnapshotsList()) {
+                result.add(ProtoConversions.snapshot(s));
+            }
+        }
+        return result;
+    }
+
+    private <R> List<R> awaitAll(List<CompletableFuture<R>> pending, @Nullable String table) {
+        await(
+                CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0])),
+                table == null ? "cluster call" : "call on table '" + table + "'");
+        return joinAll(pending, table);
+    }
+
+    /** The results of completed futures, or the first failure with the others suppressed. */
+    private <R> List<R> joinAll(List<CompletableFuture<R>> done, @Nullable String table) {
+        List<R> results = new ArrayList<>(done.size());
+        RuntimeException first = null;
+        for (CompletableFuture<R> future : done) {
+            try {
+                results.add(future.join());
+            } catch (CompletionException e) {
+                RuntimeException failure = unwrap(e.getCause());
+                if (first == null) {
+                    first = failure;
+                } else if (failure != first) {
+                    first.addSuppressed(failure);
+                }
+            }
+        }
+        if (first != null) {
+            if (table != null
+                    && (first instanceof TableNotFoundException
+                            || first instanceof ShardNotOwnedException)) {
+                router.forget(table);
+            }
+            throw first;
+        }
+        return results;
+    }
+
+    private static <R> R await(CompletableFuture<R> future, String what) {
+        try {
+            return future.get();
+        } catch (ExecutionException e) {
+            throw unwrap(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new KvException(
+                    ErrorCode.ERROR_CODE_UNSPECIFIED,
+                    "interrupted while waiting for " + what + " (it may still complete)",
+                    null,
+                    e);
+        }
+    }
+
+    private static RuntimeException unwrap(Throwable failure) {
+        if (failure instanceof RuntimeException runtime) {
+            return runtime;
+        }
+        return new KvException(
+                ErrorCode.ERROR_CODE_UNSPECIFIED, String.valueOf(failure), null, failure);
+    }
+
+    private static ShardRef shardRef(ShardLease lease) {
+        return ShardRef.newBuilder().setShard(lease.shard()).setEpoch(lease.epoch()).build();
+    }
+
+    private static String describe(String rpc, String table, int shard) {
+        return rpc + "(table " + table + ", shard " + shard + ")";
+    }
+
+    private static String describeWrite(WriteRequest request) {
+        StringBuilder sb = new StringBuilder("Write(table ").append(request.getTable());
+        sb.append(", shards ");
+        int shown = Math.min(request.getShardsCount(), 8);
+        for (int i = 0; i < shown; i++) {
+            sb.append(i == 0 ? "" : ",").append(request.getShards(i).getShard());
+        }
+        if (request.getShardsCount() > shown) {
+            sb.append(",... (").append(request.getShardsCount()).append(" shards)");
+        }
+        return sb.append(')').toString();
+    }
+
+    private void ensureOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException("this GrpcKvStore is closed");
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package io.taishan.kv.client;
+
+import io.taishan.kv.proto.HealthResponse;
+import io.taishan.kv.proto.Limits;
+
+/** From wire messages to the client API's records. */
+final class ProtoConversions {
+    private ProtoConversions() {}
+
+    static TableInfo table(io.taishan.kv.proto.TableInfo table) {
+        return new TableInfo(table.getName(), table.getShardCount(), table.getCreatedAtMillis());
+    }
+
+    static SnapshotInfo snapshot(io.taishan.kv.proto.SnapshotInfo s) {
+        return new SnapshotInfo(
+                s.getTable(),
+                s.getShard(),
+                s.getSnapshotId(),
+                s.getPinned(),
+                s.getCreatedAtMillis(),
+                s.getSizeBytes(),
+                s.getFileCount(),
+                s.getReused());
+    }
+
+    static NodeHealth health(String address, HealthResponse h) {
+        return new NodeHealth(
+                address,
+                h.getNodeIndex(),
+                h.getStatus(),
+                h.getOpenShards(),
+                h.getTables(),
+                h.getUptimeMillis(),
+                h.getVersion());
+    }
+
+    /** A limit the server left unset (0) is taken as no limit. */
+    static KvLimits limits(Limits l) {
+        return new KvLimits(
+                orUnlimited(l.getMaxKeyBytes()),
+                orUnlimited(l.getMaxValueBytes()),
+                orUnlimited(l.getMaxRequestBytes()),
+                orUnlimited(l.getMaxOpsPerRequest()),
+                orUnlimited(l.getMaxScanPageEntries()),
+                orUnlimited(l.getMaxScanPageBytes()));
+    }
+
+    private static int orUnlimited(int limit) {
+        return limit > 0 ? limit : Integer.MAX_VALUE;
+    }
+}

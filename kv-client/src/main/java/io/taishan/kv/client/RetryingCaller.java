@@ -1,0 +1,154 @@
+package io.taishan.kv.client;
+
+import com.google.common.util.concurrent.FutureCallback;
+import com.google.common.util.concurrent.Futures;
+import com.google.common.util.concurrent.ListenableFuture;
+import com.google.common.util.concurrent.MoreExecutors;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.taishan.kv.proto.KvServiceGrpc.KvServiceBlockingStub;
+import io.taishan.kv.proto.KvServiceGrpc.KvServiceFutureStub;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+/**
+ * Runs one RPC against one node with a deadline per attempt, and repeats it with exponential
+ * backoff and jitter when it is idempotent and the failure is transient (UNAVAILABLE or
+ * DEADLINE_EXCEEDED). Every failure leaves as a {@link KvException} naming the node.
+ */
+final class RetryingCaller {
+    private final long timeoutNanos;
+    private final int maxAttempts;
+    private final long initialBackoffNanos;
+    private final long maxBackoffNanos;
+    private final ScheduledExecutorService scheduler;
+
+    RetryingCaller(KvClientConfig config, ScheduledExecutorService scheduler) {
+        this.timeoutNanos = config.requestTimeout().toNanos();
+        this.maxAttempts = config.maxAttempts();
+        this.initialBackoffNanos = config.initialBackoff().toNanos();
+        this.maxBackoffNanos = Math.max(initialBackoffNanos, config.maxBackoff().toNanos());
+        this.scheduler = scheduler;
+    }
+
+    /** Calls on the caller's thread; gRPC's blocking stub spares the hop to another thread. */
+    <R> R call(
+            KvNode node,
+            Supplier<String> what,
+            boolean idempotent,
+            Function<KvServiceBlockingStub, R> rpc) {
+        int allowed = idempotent ? maxAttempts : 1;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return rpc.apply(
+                        node.blockingStub().withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
+            } catch (StatusRuntimeException e) {
+                if (attempt >= allowed || !GrpcErrors.isTransient(e.getStatus().getCode())) {
+                    throw GrpcErrors.toKvException(e, node.address(), what.get(), attempt);
+                }
+                prepareRetry(node, e.getStatus());
+                LockSupport.parkNanos(backoffNanos(attempt));
+                if (Thread.currentThread().isInterrupted()) {
+                    // Flink cancels a task by interrupting it: stop retrying, keep the flag.
+                    throw GrpcErrors.toKvException(e, node.address(), what.get(), attempt);
+                }
+            }
+        }
+    }
+
+    /**
+     * Calls without blocking; the returned future fails with the {@link KvException} itself (not
+     * wrapped) and completes on a gRPC thread.
+     */
+    <R> CompletableFuture<R> callAsync(
+            KvNode node,
+            Supplier<String> what,
+            boolean idempotent,
+            Function<KvServiceFutureStub, ListenableFuture<R>> rpc) {
+        CompletableFuture<R> result = new CompletableFuture<>();
+        attemptAsync(node, what, idempotent ? maxAttempts : 1, rpc, 1, result);
+        return result;
+    }
+
+    private <R> void attemptAsync(
+            KvNode node,
+            Supplier<String> what,
+            int allowed,
+            Function<KvServiceFutureStub, ListenableFuture<R>> rpc,
+            int attempt,
+            CompletableFuture<R> result) {
+        ListenableFuture<R> call;
+        try {
+            call =
+                    rpc.apply(
+                            node.futureStub()
+                                    .withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
+        } catch (RuntimeException e) {
+            result.completeExceptionally(
+                    GrpcErrors.toKvException(e, node.address(), what.get(), attempt));
+            return;
+        }
+        Futures.addCallback(
+                call,
+                new FutureCallback<R>() {
+                    @Override
+                    public void onSuccess(R response) {
+                        result.complete(response);
+                    }
+
+                    @Override
+                    public void onFailure(Throwable failure) {
+                        Status status = Status.fromThrowable(failure);
+                        if (attempt >= allowed || !GrpcErrors.isTransient(status.getCode())) {
+                            result.completeExceptionally(
+                                    GrpcErrors.toKvException(
+                                            failure, node.address(), what.get(), attempt));
+                            return;
+                        }
+                        prepareRetry(node, status);
+                        try {
+                            scheduler.schedule(
+                                    () ->
+                                            attemptAsync(
+                                                    node, what, allowed, rpc, attempt + 1, result),
+                                    backoffNanos(attempt),
+                                    TimeUnit.NANOSECONDS);
+                        } catch (RejectedExecutionException closed) {
+                            result.completeExceptionally(
+                                    GrpcErrors.toKvException(
+                                            failure, node.address(), what.get(), attempt));
+                        }
+                    }
+                },
+                MoreExecutors.directExecutor());
+    }
+
+    /**
+     * After a failed connection the channel waits out its own reconnect backoff (a second and
+     * growing) and fails every call at once meanwhile; without this reset our retries would never
+     * reach the network.
+     */
+    private static void prepareRetry(KvNode node, Status status) {
+        if (status.getCode() == Status.Code.UNAVAILABLE) {
+            node.channel().resetConnectBackoff();
+        }
+    }
+
+    /** Exponential in the attempt number, capped, with "equal jitter": in [d/2, d]. */
+    long backoffNanos(int failedAttempt) {
+        int shift = Math.min(failedAttempt - 1, 30);
+        long exponential = initialBackoffNanos << shift;
+        long capped =
+                exponential < 0 || (exponential >> shift) != initialBackoffNanos
+                        ? maxBackoffNanos
+                        : Math.min(exponential, maxBackoffNanos);
+        long half = capped / 2;
+        return half + ThreadLocalRandom.current().nextLong(capped - half + 1);
+    }
+}
