@@ -1,0 +1,212 @@
+package io.taishan.kv.server;
+
+import io.grpc.Server;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.util.MutableHandlerRegistry;
+import io.taishan.kv.server.service.ClusterView;
+import io.taishan.kv.server.service.KvServiceImpl;
+import io.taishan.kv.server.storage.StorageEngine;
+import io.taishan.kv.server.storage.StorageStartupException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.BindException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One running kv-server node: the gRPC server over its storage. {@link #close()} shuts down
+ * gracefully: new calls are refused, running calls get the grace period, then every open shard is
+ * flushed and closed.
+ */
+public final class KvServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(KvServer.class);
+
+    private final KvServerConfig config;
+    private final StorageEngine storage;
+    private final KvServiceImpl service;
+    private final Server grpcServer;
+    private final String address;
+    private final Object closeLock = new Object();
+    private boolean closed;
+
+    private KvServer(
+            KvServerConfig config,
+            StorageEngine storage,
+            KvServiceImpl service,
+            Server grpcServer,
+            String address) {
+        this.config = config;
+        this.storage = storage;
+        this.service = service;
+        this.grpcServer = grpcServer;
+        this.address = address;
+    }
+
+    /**
+     * Opens the data directory, binds the port and serves.
+     *
+     * @throws KvServerStartupException with a one-line reason (data dir unusable or in use, port
+     *     taken, host unknown)
+     */
+    public static KvServer start(KvServerConfig config) {
+        Path dataDir = Objects.requireNonNull(config.dataDir(), "the config has no data dir");
+        InetAddress bindHost;
+        try {
+            bindHost = InetAddress.getByName(config.host());
+        } catch (UnknownHostException e) {
+            throw new KvServerStartupException("unknown host '" + config.host() + "'", e);
+        }
+        StorageEngine storage;
+        try {
+            storage = StorageEngine.open(config.storageOptions(dataDir));
+        } catch (StorageStartupException e) {
+            throw new KvServerStartupException(e.getMessage(), e);
+        }
+        MutableHandlerRegistry registry = new MutableHandlerRegistry();
+        Server grpc;
+        String bindAddress = config.host() + ":" + config.port();
+        try {
+            InetSocketAddress bind = new InetSocketAddress(bindHost, config.port());
+            grpc =
+                    NettyServerBuilder.forAddress(bind)
+                            .fallbackHandlerRegistry(registry)
+                            .maxInboundMessageSize(inboundLimit(config))
+                            .build()
+                            .start();
+        } catch (IOException e) {
+            storage.close();
+            String why =
+                    isBindFailure(e) ? "address already in use or not available" : e.toString();
+            throw new KvServerStartupException("cannot listen on " + bindAddress + ": " + why, e);
+        } catch (RuntimeException e) {
+            storage.close();
+            throw new KvServerStartupException(
+                    "cannot listen on " + bindAddress + ": " + e.getMessage(), e);
+        }
+        int port = grpc.getPort();
+        String self = advertisedHost(config.host()) + ":" + port;
+        List<String> nodes =
+                config.clusterNodes().isEmpty() ? List.of(self) : config.clusterNodes();
+        int index = config.clusterNodes().isEmpty() ? 0 : config.nodeIndex();
+        if (!config.clusterNodes().isEmpty() && !nodes.get(index).endsWith(":" + port)) {
+            LOG.warn(
+                    "Node {} of the cluster is configured as {} but listens on port {}",
+                    index,
+                    nodes.get(index),
+                    port);
+        }
+        KvServiceImpl service =
+                new KvServiceImpl(
+                        storage, new ClusterView(nodes, index), config.limits(), version());
+        registry.addService(service);
+        LOG.info(
+                "kv-server node {} of {} listening on {} with data in {} (WAL {})",
+                index,
+                nodes.size(),
+                self,
+                dataDir.toAbsolutePath(),
+                config.walEnabled() ? "on" : "off");
+        return new KvServer(config, storage, service, grpc, self);
+    }
+
+    /** Lets requests up to the limit reach our own check, which names the limit. */
+    private static int inboundLimit(KvServerConfig config) {
+        return (int)
+                Math.min(Integer.MAX_VALUE, 2L * config.limits().maxRequestBytes() + (1 << 20));
+    }
+
+    /** Netty's epoll transport reports EADDRINUSE as its own exception, not a BindException. */
+    private static boolean isBindFailure(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof BindException
+                    || (t.getMessage() != null
+                            && t.getMessage().contains("Address already in use"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static String advertisedHost(String host) {
+        try {
+            InetAddress addr = InetAddress.getByName(host);
+            if (addr.isAnyLocalAddress()) {
+                return InetAddress.getLocalHost().getHostName();
+            }
+        } catch (UnknownHostException e) {
+            // fall through: keep what was configured
+        }
+        return host;
+    }
+
+    static String version() {
+        try (InputStream in =
+                KvServer.class.getResourceAsStream(
+                        "/META-INF/maven/io.taishan/taishan-kv-server/pom.properties")) {
+            if (in != null) {
+                Properties p = new Properties();
+                p.load(in);
+                return p.getProperty("version", "dev");
+            }
+        } catch (IOException ignored) {
+            // fall through
+        }
+        return "dev";
+    }
+
+    /** {@code host:port} clients use to reach this node. */
+    public String address() {
+        return address;
+    }
+
+    public int port() {
+        return grpcServer.getPort();
+    }
+
+    public KvServerConfig config() {
+        return config;
+    }
+
+    /** The storage engine, for tests and tools that need to look under the service. */
+    public StorageEngine storage() {
+        return storage;
+    }
+
+    /** Blocks until the server has shut down. */
+    public void awaitTermination() throws InterruptedException {
+        grpcServer.awaitTermination();
+    }
+
+    @Override
+    public void close() {
+        synchronized (closeLock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        LOG.info("kv-server {} shutting down", address);
+        service.beginShutdown();
+        grpcServer.shutdown();
+        try {
+            if (!grpcServer.awaitTermination(
+                    config.shutdownGrace().toMillis(), TimeUnit.MILLISECONDS)) {
+                grpcServer.shutdownNow();
+                grpcServer.awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            grpcServer.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+        storage.close();
+        LOG.info("kv-server {} stopped", address);
+    }
+}

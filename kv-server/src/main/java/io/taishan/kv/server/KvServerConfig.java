@@ -1,0 +1,414 @@
+package io.taishan.kv.server;
+
+import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.server.storage.StorageOptions;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.TreeSet;
+import javax.annotation.Nullable;
+
+/**
+ * Everything a kv-server node is started with. Build with {@link #builder()}; a config file is a
+ * Java properties file read by {@link Builder#properties(Properties)} (keys in the module README).
+ */
+public final class KvServerConfig {
+    /** Defaults of the request limits. */
+    public static final KvLimits DEFAULT_LIMITS =
+            new KvLimits(64 << 10, 8 << 20, 32 << 20, 100_000, 10_000, 1 << 20);
+
+    private final String host;
+    private final int port;
+    @Nullable private final Path dataDir;
+    private final List<String> clusterNodes;
+    private final int nodeIndex;
+    private final KvLimits limits;
+    private final StorageOptions storage;
+    private final Duration shutdownGrace;
+
+    private KvServerConfig(Builder b) {
+        this.host = b.host;
+        this.port = b.port;
+        this.dataDir = b.dataDir;
+        this.clusterNodes = List.copyOf(b.clusterNodes);
+        this.nodeIndex = b.nodeIndex;
+        this.limits =
+                new KvLimits(
+                        b.maxKeyBytes,
+                        b.maxValueBytes,
+                        b.maxRequestBytes,
+                        b.maxOpsPerRequest,
+                        b.maxScanPageEntries,
+                        b.maxScanPageBytes);
+        this.storage =
+                new StorageOptions(
+                        b.dataDir == null ? Path.of(".") : b.dataDir,
+                        b.walEnabled,
+                        b.blockCacheBytes,
+                        b.writeBufferBytes,
+                        b.shardWriteBufferBytes,
+                        b.backgroundThreads,
+                        b.maxOpenFilesPerShard,
+                        b.shardIdleClose,
+                        b.maxOpenShards);
+        this.shutdownGrace = b.shutdownGrace;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.host = host;
+        b.port = port;
+        b.dataDir = dataDir;
+        b.clusterNodes = new ArrayList<>(clusterNodes);
+        b.nodeIndex = nodeIndex;
+        b.limits(limits);
+        b.walEnabled = storage.walEnabled();
+        b.blockCacheBytes = storage.blockCacheBytes();
+        b.writeBufferBytes = storage.writeBufferBytes();
+        b.shardWriteBufferBytes = storage.shardWriteBufferBytes();
+        b.backgroundThreads = storage.backgroundThreads();
+        b.maxOpenFilesPerShard = storage.maxOpenFilesPerShard();
+        b.shardIdleClose = storage.shardIdleClose();
+        b.maxOpenShards = storage.maxOpenShards();
+        b.shutdownGrace = shutdownGrace;
+        return b;
+    }
+
+    public String host() {
+        return host;
+    }
+
+    /** 0 for an ephemeral port. */
+    public int port() {
+        return port;
+    }
+
+    /** Null only for an {@link EmbeddedKvServer}, which then uses a temporary directory. */
+    @Nullable
+    public Path dataDir() {
+        return dataDir;
+    }
+
+    /** The ordered {@code host:port} list of the cluster; empty for a single node. */
+    public List<String> clusterNodes() {
+        return clusterNodes;
+    }
+
+    public int nodeIndex() {
+        return nodeIndex;
+    }
+
+    public KvLimits limits() {
+        return limits;
+    }
+
+    public boolean walEnabled() {
+        return storage.walEnabled();
+    }
+
+    /** The storage options, for a data directory. */
+    public StorageOptions storageOptions(Path dir) {
+        return storage.withDataDir(dir);
+    }
+
+    public Duration shutdownGrace() {
+        return shutdownGrace;
+    }
+
+    @Override
+    public String toString() {
+        return "KvServerConfig{host="
+                + host
+                + ", port="
+                + port
+                + ", dataDir="
+                + dataDir
+                + ", clusterNodes="
+                + clusterNodes
+                + ", nodeIndex="
+                + nodeIndex
+                + ", limits="
+                + limits
+                + ", storage="
+                + storage
+                + ", shutdownGrace="
+                + shutdownGrace
+                + '}';
+    }
+
+    /** Builder with the defaults documented in the kv-server README. */
+    public static final class Builder {
+        private String host = "127.0.0.1";
+        private int port = 0;
+        @Nullable private Path dataDir;
+        private List<String> clusterNodes = new ArrayList<>();
+        private int nodeIndex = 0;
+        private int maxKeyBytes = DEFAULT_LIMITS.maxKeyBytes();
+        private int maxValueBytes = DEFAULT_LIMITS.maxValueBytes();
+        private int maxRequestBytes = DEFAULT_LIMITS.maxRequestBytes();
+        private int maxOpsPerRequest = DEFAULT_LIMITS.maxOpsPerRequest();
+        private int maxScanPageEntries = DEFAULT_LIMITS.maxScanPageEntries();
+        private int maxScanPageBytes = DEFAULT_LIMITS.maxScanPageBytes();
+        private boolean walEnabled;
+        private long blockCacheBytes;
+        private long writeBufferBytes;
+        private long shardWriteBufferBytes;
+        private int backgroundThreads;
+        private int maxOpenFilesPerShard;
+        private Duration shardIdleClose;
+        private int maxOpenShards;
+        private Duration shutdownGrace = Duration.ofSeconds(10);
+
+        private Builder() {
+            StorageOptions d = StorageOptions.defaults(Path.of("."));
+            walEnabled = d.walEnabled();
+            blockCacheBytes = d.blockCacheBytes();
+            writeBufferBytes = d.writeBufferBytes();
+            shardWriteBufferBytes = d.shardWriteBufferBytes();
+            backgroundThreads = d.backgroundThreads();
+            maxOpenFilesPerShard = d.maxOpenFilesPerShard();
+            shardIdleClose = d.shardIdleClose();
+            maxOpenShards = d.maxOpenShards();
+        }
+
+        public Builder host(String host) {
+            this.host = Objects.requireNonNull(host, "host");
+            return this;
+        }
+
+        public Builder port(int port) {
+            this.port = port;
+            return this;
+        }
+
+        public Builder dataDir(@Nullable Path dataDir) {
+            this.dataDir = dataDir;
+            return this;
+        }
+
+        public Builder clusterNodes(List<String> nodes) {
+            this.clusterNodes = new ArrayList<>(nodes);
+            return this;
+        }
+
+        public Builder nodeIndex(int nodeIndex) {
+            this.nodeIndex = nodeIndex;
+            return this;
+        }
+
+        public Builder walEnabled(boolean walEnabled) {
+            this.walEnabled = walEnabled;
+            return this;
+        }
+
+        public Builder limits(KvLimits limits) {
+            this.maxKeyBytes = limits.maxKeyBytes();
+            this.maxValueBytes = limits.maxValueBytes();
+            this.maxRequestBytes = limits.maxRequestBytes();
+            this.maxOpsPerRequest = limits.maxOpsPerRequest();
+            this.maxScanPageEntries = limits.maxScanPageEntries();
+            this.maxScanPageBytes = limits.maxScanPageBytes();
+            return this;
+        }
+
+        public Builder maxKeyBytes(int n) {
+            this.maxKeyBytes = n;
+            return this;
+        }
+
+        public Builder maxValueBytes(int n) {
+            this.maxValueBytes = n;
+            return this;
+        }
+
+        public Builder maxRequestBytes(int n) {
+            this.maxRequestBytes = n;
+            return this;
+        }
+
+        public Builder maxOpsPerRequest(int n) {
+            this.maxOpsPerRequest = n;
+            return this;
+        }
+
+        public Builder maxScanPageEntries(int n) {
+            this.maxScanPageEntries = n;
+            return this;
+        }
+
+        public Builder maxScanPageBytes(int n) {
+            this.maxScanPageBytes = n;
+            return this;
+        }
+
+        public Builder blockCacheBytes(long n) {
+            this.blockCacheBytes = n;
+            return this;
+        }
+
+        public Builder writeBufferBytes(long n) {
+            this.writeBufferBytes = n;
+            return this;
+        }
+
+        public Builder shardWriteBufferBytes(long n) {
+            this.shardWriteBufferBytes = n;
+            return this;
+        }
+
+        public Builder backgroundThreads(int n) {
+            this.backgroundThreads = n;
+            return this;
+        }
+
+        public Builder maxOpenFilesPerShard(int n) {
+            this.maxOpenFilesPerShard = n;
+            return this;
+        }
+
+        public Builder shardIdleClose(Duration d) {
+            this.shardIdleClose = Objects.requireNonNull(d);
+            return this;
+        }
+
+        public Builder maxOpenShards(int n) {
+            this.maxOpenShards = n;
+            return this;
+        }
+
+        public Builder shutdownGrace(Duration d) {
+            this.shutdownGrace = Objects.requireNonNull(d);
+            return this;
+        }
+
+        /**
+         * Applies a config file's keys; unknown keys and bad values fail with a message naming the
+         * key.
+         */
+        public Builder properties(Properties props) {
+            for (String key : new TreeSet<>(props.stringPropertyNames())) {
+                String v = props.getProperty(key).trim();
+                switch (key) {
+                    case "host" -> host(v);
+                    case "port" -> port(ConfigValues.integer(key, v));
+                    case "data.dir" -> dataDir(Path.of(v));
+                    case "cluster.nodes" -> clusterNodes(splitNodes(v));
+                    case "cluster.node-index" -> nodeIndex(ConfigValues.integer(key, v));
+                    case "wal.enabled" -> walEnabled(ConfigValues.bool(key, v));
+                    case "limits.max-key-bytes" -> maxKeyBytes(ConfigValues.intBytes(key, v));
+                    case "limits.max-value-bytes" -> maxValueBytes(ConfigValues.intBytes(key, v));
+                    case "limits.max-request-bytes" ->
+                            maxRequestBytes(ConfigValues.intBytes(key, v));
+                    case "limits.max-ops-per-request" ->
+                            maxOpsPerRequest(ConfigValues.integer(key, v));
+                    case "limits.max-scan-page-entries" ->
+                            maxScanPageEntries(ConfigValues.integer(key, v));
+                    case "limits.max-scan-page-bytes" ->
+                            maxScanPageBytes(ConfigValues.intBytes(key, v));
+                    case "rocksdb.block-cache-bytes" -> blockCacheBytes(ConfigValues.bytes(key, v));
+                    case "rocksdb.write-buffer-bytes" ->
+                            writeBufferBytes(ConfigValues.bytes(key, v));
+                    case "rocksdb.shard-write-buffer-bytes" ->
+                            shardWriteBufferBytes(ConfigValues.bytes(key, v));
+                    case "rocksdb.background-threads" ->
+                            backgroundThreads(ConfigValues.integer(key, v));
+                    case "rocksdb.max-open-files-per-shard" ->
+                            maxOpenFilesPerShard(ConfigValues.integer(key, v));
+                    case "shards.idle-close" -> shardIdleClose(ConfigValues.duration(key, v));
+                    case "shards.max-open" -> maxOpenShards(ConfigValues.integer(key, v));
+                    case "shutdown.grace" -> shutdownGrace(ConfigValues.duration(key, v));
+                    default ->
+                            throw new IllegalArgumentException("unknown config key '" + key + "'");
+                }
+            }
+            return this;
+        }
+
+        private static List<String> splitNodes(String list) {
+            List<String> nodes = new ArrayList<>();
+            for (String n : list.split(",")) {
+                if (!n.isBlank()) {
+                    nodes.add(n.trim());
+                }
+            }
+            return nodes;
+        }
+
+        /**
+         * @throws IllegalArgumentException naming the first bad setting
+         */
+        public KvServerConfig build() {
+            if (host.isBlank()) {
+                throw new IllegalArgumentException("host must not be empty");
+            }
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("port " + port + " out of range 0..65535");
+            }
+            for (String node : clusterNodes) {
+                checkNodeAddress(node);
+            }
+            if (!clusterNodes.isEmpty() && (nodeIndex < 0 || nodeIndex >= clusterNodes.size())) {
+                throw new IllegalArgumentException(
+                        "cluster.node-index "
+                                + nodeIndex
+                                + " out of range for "
+                                + clusterNodes.size()
+                                + " cluster node(s)");
+            }
+            if (clusterNodes.isEmpty() && nodeIndex != 0) {
+                throw new IllegalArgumentException(
+                        "cluster.node-index " + nodeIndex + " set without cluster.nodes");
+            }
+            positive("limits.max-key-bytes", maxKeyBytes);
+            positive("limits.max-value-bytes", maxValueBytes);
+            positive("limits.max-request-bytes", maxRequestBytes);
+            positive("limits.max-ops-per-request", maxOpsPerRequest);
+            positive("limits.max-scan-page-entries", maxScanPageEntries);
+            positive("limits.max-scan-page-bytes", maxScanPageBytes);
+            positive("rocksdb.block-cache-bytes", blockCacheBytes);
+            positive("rocksdb.write-buffer-bytes", writeBufferBytes);
+            positive("rocksdb.shard-write-buffer-bytes", shardWriteBufferBytes);
+            positive("rocksdb.background-threads", backgroundThreads);
+            positive("shards.max-open", maxOpenShards);
+            if (maxOpenFilesPerShard == 0 || maxOpenFilesPerShard < -1) {
+                throw new IllegalArgumentException(
+                        "rocksdb.max-open-files-per-shard must be -1 (unlimited) or > 0, not "
+                                + maxOpenFilesPerShard);
+            }
+            if (shardIdleClose.isNegative() || shutdownGrace.isNegative()) {
+                throw new IllegalArgumentException("durations must not be negative");
+            }
+            return new KvServerConfig(this);
+        }
+
+        private static void positive(String key, long value) {
+            if (value <= 0) {
+                throw new IllegalArgumentException(key + " must be > 0, not " + value);
+            }
+        }
+
+        private static void checkNodeAddress(String node) {
+            int colon = node.lastIndexOf(':');
+            boolean ok = colon > 0 && colon < node.length() - 1;
+            if (ok) {
+                try {
+                    int p = Integer.parseInt(node.substring(colon + 1));
+                    ok = p > 0 && p <= 65535;
+                } catch (NumberFormatException e) {
+                    ok = false;
+                }
+            }
+            if (!ok) {
+                throw new IllegalArgumentException(
+                        "bad cluster node address '" + node + "': expected host:port");
+            }
+        }
+    }
+}

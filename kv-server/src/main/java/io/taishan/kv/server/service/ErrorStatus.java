@@ -1,0 +1,36 @@
+package io.taishan.kv.server.service;
+
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.taishan.kv.client.KvErrors;
+import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.server.storage.KvServerException;
+
+/** How a failure travels: a gRPC status with the message, and the error code in a trailer. */
+final class ErrorStatus {
+    private ErrorStatus() {}
+
+    static StatusRuntimeException of(KvServerException e) {
+        return of(e.code(), e.getMessage());
+    }
+
+    static StatusRuntimeException of(ErrorCode code, String message) {
+        Metadata trailers = new Metadata();
+        trailers.put(KvErrors.ERROR_CODE_KEY, code.name());
+        return statusOf(code).withDescription(message).asRuntimeException(trailers);
+    }
+
+    static Status statusOf(ErrorCode code) {
+        return switch (code) {
+            case TABLE_NOT_FOUND, SNAPSHOT_NOT_FOUND -> Status.NOT_FOUND;
+            case TABLE_EXISTS -> Status.ALREADY_EXISTS;
+            case SHARD_OUT_OF_RANGE -> Status.OUT_OF_RANGE;
+            case FENCED, SHARD_NOT_OWNED -> Status.FAILED_PRECONDITION;
+            case LIMIT_EXCEEDED -> Status.RESOURCE_EXHAUSTED;
+            case INVALID_ARGUMENT -> Status.INVALID_ARGUMENT;
+            case SHUTTING_DOWN -> Status.UNAVAILABLE;
+            case STORAGE_ERROR, ERROR_CODE_UNSPECIFIED, UNRECOGNIZED -> Status.INTERNAL;
+        };
+    }
+}

@@ -1,0 +1,670 @@
+package io.taishan.kv.server.service;
+
+import com.google.protobuf.ByteString;
+import io.grpc.stub.StreamObserver;
+import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.proto.CloneRequest;
+import io.taishan.kv.proto.CloneResponse;
+import io.taishan.kv.proto.ClusterInfoRequest;
+import io.taishan.kv.proto.ClusterInfoResponse;
+import io.taishan.kv.proto.CreateTableRequest;
+import io.taishan.kv.proto.CreateTableResponse;
+import io.taishan.kv.proto.DescribeTableRequest;
+import io.taishan.kv.proto.DescribeTableResponse;
+import io.taishan.kv.proto.DropSnapshotRequest;
+import io.taishan.kv.proto.DropSnapshotResponse;
+import io.taishan.kv.proto.DropSnapshotsBelowRequest;
+import io.taishan.kv.proto.DropSnapshotsBelowResponse;
+import io.taishan.kv.proto.DropTableRequest;
+import io.taishan.kv.proto.DropTableResponse;
+import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.GetRequest;
+import io.taishan.kv.proto.GetResponse;
+import io.taishan.kv.proto.HealthRequest;
+import io.taishan.kv.proto.HealthResponse;
+import io.taishan.kv.proto.KeyRef;
+import io.taishan.kv.proto.KeyValue;
+import io.taishan.kv.proto.KvServiceGrpc;
+import io.taishan.kv.proto.ListSnapshotsRequest;
+import io.taishan.kv.proto.ListSnapshotsResponse;
+import io.taishan.kv.proto.ListTablesRequest;
+import io.taishan.kv.proto.ListTablesResponse;
+import io.taishan.kv.proto.MultiGetRequest;
+import io.taishan.kv.proto.MultiGetResponse;
+import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.OpenShardResponse;
+import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.RestoreResponse;
+import io.taishan.kv.proto.ScanRequest;
+import io.taishan.kv.proto.ScanResponse;
+import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardWrite;
+import io.taishan.kv.proto.ShardWriteResult;
+import io.taishan.kv.proto.SnapshotInfo;
+import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.proto.TableInfo;
+import io.taishan.kv.proto.ValueResult;
+import io.taishan.kv.proto.WriteOp;
+import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.server.storage.KvServerException;
+import io.taishan.kv.server.storage.ScanPage;
+import io.taishan.kv.server.storage.ShardStore;
+import io.taishan.kv.server.storage.SnapshotMeta;
+import io.taishan.kv.server.storage.StorageEngine;
+import io.taishan.kv.server.storage.TableMeta;
+import io.taishan.kv.server.storage.TableStore;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The gRPC face of one node: validates every request completely (names, shard ranges, ownership,
+ * limits) before the storage sees it, and turns every failure into a status with an error code.
+ */
+public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
+    private static final Logger LOG = LoggerFactory.getLogger(KvServiceImpl.class);
+
+    private final StorageEngine storage;
+    private final ClusterView cluster;
+    private final RequestLimits limits;
+    private final String version;
+    private final long startedAtMillis = System.currentTimeMillis();
+    private volatile boolean shuttingDown;
+
+    public KvServiceImpl(
+            StorageEngine storage, ClusterView cluster, KvLimits limits, String version) {
+        this.storage = storage;
+        this.cluster = cluster;
+        this.limits = new RequestLimits(limits);
+        this.version = version;
+    }
+
+    /** From now on every call but Health fails with SHUTTING_DOWN. */
+    public void beginShutdown() {
+        shuttingDown = true;
+    }
+
+    // ---- cluster
+
+    @Override
+    public void health(HealthRequest request, StreamObserver<HealthResponse> response) {
+        respond(
+                response,
+                "Health",
+                false,
+                () ->
+                        HealthResponse.newBuilder()
+                                .setStatus(shuttingDown ? "SHUTTING_DOWN" : "SERVING")
+                                .setNodeAddress(cluster.selfAddress())
+                                .setNodeIndex(cluster.selfIndex())
+                                .setOpenShards(storage.openShardCount())
+                                .setTables(storage.tables().size())
+                                .setUptimeMillis(System.currentTimeMillis() - startedAtMillis)
+                                .setVersion(version)
+                                .build());
+    }
+
+    @Override
+    public void clusterInfo(
+            ClusterInfoRequest request, StreamObserver<ClusterInfoResponse> response) {
+        respond(
+                response,
+                "ClusterInfo",
+                true,
+                () ->
+                        ClusterInfoResponse.newBuilder()
+                                .addAllNodes(cluster.nodes())
+                                .setSelfIndex(cluster.selfIndex())
+                                .setLimits(limits.toProto())
+                                .build());
+    }
+
+    // ---- tables
+
+    @Override
+    public void createTable(
+            CreateTableRequest request, StreamObserver<CreateTableResponse> response) {
+        respond(
+                response,
+                "CreateTable",
+                true,
+                () -> {
+                    StorageEngine.Creation c =
+                            storage.createTable(
+                                    request.getName(),
+                                    request.getShardCount(),
+                                    request.getIfNotExists());
+                    return CreateTableResponse.newBuilder()
+                            .setTable(toProto(c.table()))
+                            .setCreated(c.created())
+                            .build();
+                });
+    }
+
+    @Override
+    public void describeTable(
+            DescribeTableRequest request, StreamObserver<DescribeTableResponse> response) {
+        respond(
+                response,
+                "DescribeTable",
+                true,
+                () -> {
+                    TableStore table = table(request.getName());
+                    long snapshots = 0;
+                    for (int shard : ownedExistingShards(table)) {
+                        snapshots += table.shard(shard).snapshots().size();
+                    }
+                    return DescribeTableResponse.newBuilder()
+                            .setTable(toProto(table.meta()))
+                            .setSnapshotCount(snapshots)
+                            .setDiskBytes(table.diskBytes())
+                            .build();
+                });
+    }
+
+    @Override
+    public void listTables(ListTablesRequest request, StreamObserver<ListTablesResponse> response) {
+        respond(
+                response,
+                "ListTables",
+                true,
+                () -> {
+                    ListTablesResponse.Builder b = ListTablesResponse.newBuilder();
+                    for (TableMeta t : storage.tables()) {
+                        b.addTables(toProto(t));
+                    }
+                    return b.build();
+                });
+    }
+
+    @Override
+    public void dropTable(DropTableRequest request, StreamObserver<DropTableResponse> response) {
+        respond(
+                response,
+                "DropTable",
+                true,
+                () -> {
+                    TableMeta.checkName(request.getName());
+                    storage.dropTable(request.getName());
+                    return DropTableResponse.getDefaultInstance();
+                });
+    }
+
+    // ---- ownership
+
+    @Override
+    public void openShard(OpenShardRequest request, StreamObserver<OpenShardResponse> response) {
+        respond(
+                response,
+                "OpenShard",
+                true,
+                () -> {
+                    ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
+                    return OpenShardResponse.newBuilder().setEpoch(shard.open()).build();
+                });
+    }
+
+    // ---- reads
+
+    @Override
+    public void get(GetRequest request, StreamObserver<GetResponse> response) {
+        respond(
+                response,
+                "Get",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    ShardStore shard = ownedShard(table, request.getShard().getShard());
+                    limits.checkKey(request.getKey(), "Get of " + shard);
+                    byte[] value =
+                            shard.get(
+                                    request.getShard().getEpoch(), request.getKey().toByteArray());
+                    return value == null
+                            ? GetResponse.getDefaultInstance()
+                            : GetResponse.newBuilder()
+                                    .setFound(true)
+                                    .setValue(ByteString.copyFrom(value))
+                                    .build();
+                });
+    }
+
+    @Override
+    public void multiGet(MultiGetRequest request, StreamObserver<MultiGetResponse> response) {
+        respond(
+                response,
+                "MultiGet",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    String where = "MultiGet on table '" + table.name() + "'";
+                    limits.checkRequestSize(request.getSerializedSize(), where);
+                    limits.checkOpCount(request.getKeysCount(), where);
+                    // Keys of one shard (and epoch) are read together, in one RocksDB MultiGet.
+                    Map<ShardRef, List<Integer>> groups = new LinkedHashMap<>();
+                    for (int i = 0; i < request.getKeysCount(); i++) {
+                        KeyRef ref = request.getKeys(i);
+                        ShardStore shard = ownedShard(table, ref.getShard().getShard());
+                        limits.checkKey(ref.getKey(), where + " " + shard);
+                        groups.computeIfAbsent(ref.getShard(), s -> new ArrayList<>()).add(i);
+                    }
+                    ValueResult[] results = new ValueResult[request.getKeysCount()];
+                    for (Map.Entry<ShardRef, List<Integer>> g : groups.entrySet()) {
+                        List<byte[]> keys = new ArrayList<>(g.getValue().size());
+                        for (int i : g.getValue()) {
+                            keys.add(request.getKeys(i).getKey().toByteArray());
+                        }
+                        List<byte[]> values =
+                                table.shard(g.getKey().getShard())
+                                        .multiGet(g.getKey().getEpoch(), keys);
+                        for (int j = 0; j < values.size(); j++) {
+                            byte[] v = values.get(j);
+                            results[g.getValue().get(j)] =
+                                    v == null
+                                            ? ValueResult.getDefaultInstance()
+                                            : ValueResult.newBuilder()
+                                                    .setFound(true)
+                                                    .setValue(ByteString.copyFrom(v))
+                                                    .build();
+                        }
+                    }
+                    return MultiGetResponse.newBuilder()
+                            .addAllValues(Arrays.asList(results))
+                            .build();
+                });
+    }
+
+    @Override
+    public void scan(ScanRequest request, StreamObserver<ScanResponse> response) {
+        respond(
+                response,
+                "Scan",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    ShardStore shard = ownedShard(table, request.getShard().getShard());
+                    String where = "Scan of " + shard;
+                    limits.checkKey(request.getStartKey(), where);
+                    limits.checkKey(request.getEndKey(), where);
+                    limits.checkKey(request.getPrefix(), where);
+                    if (request.getLimit() < 0) {
+                        throw KvServerException.invalid(
+                                where + ": negative page limit " + request.getLimit());
+                    }
+                    if (!request.getEndKey().isEmpty()
+                            && ByteString.unsignedLexicographicalComparator()
+                                            .compare(request.getStartKey(), request.getEndKey())
+                                    > 0) {
+                        throw KvServerException.invalid(
+                                where + ": start key is after end key (bad range)");
+                    }
+                    ScanPage page =
+                            shard.scan(
+                                    request.getShard().getEpoch(),
+                                    request.getStartKey().toByteArray(),
+                                    request.getEndKey().toByteArray(),
+                                    request.getPrefix().toByteArray(),
+                                    limits.scanPageEntries(request.getLimit()),
+                                    limits.scanPageBytes(),
+                                    request.getKeysOnly());
+                    ScanResponse.Builder b = ScanResponse.newBuilder().setHasMore(page.hasMore());
+                    for (ScanPage.Entry e : page.entries()) {
+                        b.addEntries(
+                                KeyValue.newBuilder()
+                                        .setKey(ByteString.copyFrom(e.key()))
+                                        .setValue(ByteString.copyFrom(e.value())));
+                    }
+                    if (page.hasMore()) {
+                        b.setNextStartKey(ByteString.copyFrom(page.nextStartKey()));
+                    }
+                    return b.build();
+                });
+    }
+
+    // ---- writes
+
+    @Override
+    public void write(WriteRequest request, StreamObserver<WriteResponse> response) {
+        respond(
+                response,
+                "Write",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    validateWrite(table, request);
+                    // Lock in shard order (no deadlock between requests), check every epoch, and
+                    // only then apply: a request with one stale epoch changes nothing.
+                    TreeMap<Integer, ShardWrite> byShard = new TreeMap<>();
+                    for (ShardWrite w : request.getShardsList()) {
+                        byShard.put(w.getShard(), w);
+                    }
+                    Map<Integer, List<SnapshotMeta>> taken = new HashMap<>();
+                    List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
+                    try {
+                        for (ShardWrite w : byShard.values()) {
+                            sessions.add(table.shard(w.getShard()).beginWrite(w.getEpoch()));
+                        }
+                        int i = 0;
+                        for (ShardWrite w : byShard.values()) {
+                            taken.put(w.getShard(), sessions.get(i++).apply(w.getOpsList()));
+                        }
+                    } finally {
+                        for (ShardStore.WriteSession s : sessions) {
+                            s.close();
+                        }
+                    }
+                    WriteResponse.Builder b = WriteResponse.newBuilder();
+                    for (ShardWrite w : request.getShardsList()) {
+                        ShardWriteResult.Builder r =
+                                ShardWriteResult.newBuilder().setShard(w.getShard());
+                        for (SnapshotMeta m : taken.get(w.getShard())) {
+                            r.addSnapshots(toProto(table.name(), w.getShard(), m));
+                        }
+                        b.addResults(r);
+                    }
+                    return b.build();
+                });
+    }
+
+    private void validateWrite(TableStore table, WriteRequest request) {
+        String where = "Write to table '" + table.name() + "'";
+        limits.checkRequestSize(request.getSerializedSize(), where);
+        long ops = 0;
+        for (ShardWrite w : request.getShardsList()) {
+            ops += w.getOpsCount();
+        }
+        limits.checkOpCount(ops, where);
+        Set<Integer> seen = new HashSet<>();
+        for (ShardWrite w : request.getShardsList()) {
+            ShardStore shard = ownedShard(table, w.getShard());
+            if (!seen.add(w.getShard())) {
+                throw KvServerException.invalid(
+                        where + ": shard " + w.getShard() + " appears twice in one request");
+            }
+            for (int i = 0; i < w.getOpsCount(); i++) {
+                validateOp(w.getOps(i), where + ", " + shard + ", op #" + i);
+            }
+        }
+    }
+
+    private void validateOp(WriteOp op, String where) {
+        switch (op.getOpCase()) {
+            case PUT -> {
+                limits.checkKey(op.getPut().getKey(), where);
+                limits.checkValue(op.getPut().getValue(), where);
+            }
+            case DELETE -> limits.checkKey(op.getDelete().getKey(), where);
+            case DELETE_RANGE -> {
+                limits.checkKey(op.getDeleteRange().getBeginKey(), where);
+                limits.checkKey(op.getDeleteRange().getEndKey(), where);
+                if (ByteString.unsignedLexicographicalComparator()
+                                .compare(
+                                        op.getDeleteRange().getBeginKey(),
+                                        op.getDeleteRange().getEndKey())
+                        > 0) {
+                    throw KvServerException.invalid(
+                            where + ": delete-range begin key is after its end key (bad range)");
+                }
+            }
+            case APPEND -> {
+                limits.checkKey(op.getAppend().getKey(), where);
+                limits.checkValue(op.getAppend().getValue(), where);
+            }
+            case SNAPSHOT -> checkSnapshotId(op.getSnapshot().getSnapshotId(), where);
+            case OP_NOT_SET -> throw KvServerException.invalid(where + ": no op set");
+        }
+    }
+
+    // ---- snapshots
+
+    @Override
+    public void snapshot(SnapshotRequest request, StreamObserver<SnapshotResponse> response) {
+        respond(
+                response,
+                "Snapshot",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    String where = "Snapshot of table '" + table.name() + "'";
+                    checkSnapshotId(request.getSnapshotId(), where);
+                    TreeMap<Integer, ShardRef> byShard = new TreeMap<>();
+                    for (ShardRef ref : request.getShardsList()) {
+                        ownedShard(table, ref.getShard());
+                        if (byShard.put(ref.getShard(), ref) != null) {
+                            throw KvServerException.invalid(
+                                    where + ": shard " + ref.getShard() + " appears twice");
+                        }
+                    }
+                    Map<Integer, SnapshotMeta> taken = new HashMap<>();
+                    List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
+                    try {
+                        for (ShardRef ref : byShard.values()) {
+                            sessions.add(table.shard(ref.getShard()).beginWrite(ref.getEpoch()));
+                        }
+                        int i = 0;
+                        for (ShardRef ref : byShard.values()) {
+                            taken.put(
+                                    ref.getShard(),
+                                    sessions.get(i++)
+                                            .snapshot(
+                                                    request.getSnapshotId(), request.getPinned()));
+                        }
+                    } finally {
+                        for (ShardStore.WriteSession s : sessions) {
+                            s.close();
+                        }
+                    }
+                    SnapshotResponse.Builder b = SnapshotResponse.newBuilder();
+                    for (ShardRef ref : request.getShardsList()) {
+                        b.addSnapshots(
+                                toProto(table.name(), ref.getShard(), taken.get(ref.getShard())));
+                    }
+                    return b.build();
+                });
+    }
+
+    @Override
+    public void restore(RestoreRequest request, StreamObserver<RestoreResponse> response) {
+        respond(
+                response,
+                "Restore",
+                true,
+                () -> {
+                    ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
+                    checkSnapshotId(request.getSnapshotId(), "Restore of " + shard);
+                    return RestoreResponse.newBuilder()
+                            .setEpoch(shard.restore(request.getSnapshotId()))
+                            .build();
+                });
+    }
+
+    @Override
+    public void clone(CloneRequest request, StreamObserver<CloneResponse> response) {
+        respond(
+                response,
+                "Clone",
+                true,
+                () -> {
+                    TableStore source = table(request.getSourceTable());
+                    TableStore target = table(request.getTargetTable());
+                    if (source.shardCount() != target.shardCount()) {
+                        throw KvServerException.invalid(
+                                "cannot clone table '"
+                                        + source.name()
+                                        + "' ("
+                                        + source.shardCount()
+                                        + " shards) into table '"
+                                        + target.name()
+                                        + "' ("
+                                        + target.shardCount()
+                                        + " shards): shard counts differ");
+                    }
+                    ShardStore from = ownedShard(source, request.getShard());
+                    ShardStore into = ownedShard(target, request.getShard());
+                    checkSnapshotId(request.getSnapshotId(), "Clone of " + from);
+                    return CloneResponse.newBuilder()
+                            .setEpoch(into.cloneFrom(from, request.getSnapshotId()))
+                            .build();
+                });
+    }
+
+    @Override
+    public void listSnapshots(
+            ListSnapshotsRequest request, StreamObserver<ListSnapshotsResponse> response) {
+        respond(
+                response,
+                "ListSnapshots",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    List<Integer> shards =
+                            request.hasShard()
+                                    ? List.of(ownedShard(table, request.getShard()).shard())
+                                    : ownedExistingShards(table);
+                    ListSnapshotsResponse.Builder b = ListSnapshotsResponse.newBuilder();
+                    for (int shard : shards) {
+                        for (SnapshotMeta m : table.shard(shard).snapshots()) {
+                            b.addSnapshots(toProto(table.name(), shard, m));
+                        }
+                    }
+                    return b.build();
+                });
+    }
+
+    @Override
+    public void dropSnapshot(
+            DropSnapshotRequest request, StreamObserver<DropSnapshotResponse> response) {
+        respond(
+                response,
+                "DropSnapshot",
+                true,
+                () -> {
+                    ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
+                    checkSnapshotId(request.getSnapshotId(), "DropSnapshot of " + shard);
+                    return DropSnapshotResponse.newBuilder()
+                            .setDropped(shard.dropSnapshot(request.getSnapshotId()))
+                            .build();
+                });
+    }
+
+    @Override
+    public void dropSnapshotsBelow(
+            DropSnapshotsBelowRequest request,
+            StreamObserver<DropSnapshotsBelowResponse> response) {
+        respond(
+                response,
+                "DropSnapshotsBelow",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    List<Integer> shards = new ArrayList<>();
+                    if (request.getShardsCount() == 0) {
+                        shards.addAll(ownedExistingShards(table));
+                    } else {
+                        for (int s : request.getShardsList()) {
+                            shards.add(ownedShard(table, s).shard());
+                        }
+                    }
+                    int dropped = 0;
+                    for (int s : shards) {
+                        dropped += table.shard(s).dropSnapshotsBelow(request.getSnapshotId());
+                    }
+                    return DropSnapshotsBelowResponse.newBuilder().setDropped(dropped).build();
+                });
+    }
+
+    // ---- helpers
+
+    private TableStore table(String name) {
+        TableMeta.checkName(name);
+        return storage.tableStore(name);
+    }
+
+    private ShardStore ownedShard(TableStore table, int shard) {
+        if (shard < 0) {
+            throw KvServerException.invalid(
+                    "negative shard " + shard + " for table '" + table.name() + "'");
+        }
+        table.checkShard(shard);
+        cluster.checkOwned(table.name(), shard, table.shardCount());
+        return table.shard(shard);
+    }
+
+    private List<Integer> ownedExistingShards(TableStore table) {
+        List<Integer> owned = new ArrayList<>();
+        for (int s : table.existingShards()) {
+            if (cluster.owns(s, table.shardCount())) {
+                owned.add(s);
+            }
+        }
+        return owned;
+    }
+
+    private static void checkSnapshotId(long snapshotId, String where) {
+        if (snapshotId < 0) {
+            throw KvServerException.invalid(where + ": negative snapshot id " + snapshotId);
+        }
+    }
+
+    private static TableInfo toProto(TableMeta t) {
+        return TableInfo.newBuilder()
+                .setName(t.name())
+                .setShardCount(t.shardCount())
+                .setCreatedAtMillis(t.createdAtMillis())
+                .build();
+    }
+
+    private static SnapshotInfo toProto(String table, int shard, SnapshotMeta m) {
+        return SnapshotInfo.newBuilder()
+                .setTable(table)
+                .setShard(shard)
+                .setSnapshotId(m.snapshotId())
+                .setPinned(m.pinned())
+                .setCreatedAtMillis(m.createdAtMillis())
+                .setSizeBytes(m.sizeBytes())
+                .setFileCount(m.fileCount())
+                .setReused(m.reused())
+                .build();
+    }
+
+    private <T> void respond(
+            StreamObserver<T> observer,
+            String method,
+            boolean refuseWhenShuttingDown,
+            Supplier<T> call) {
+        T result;
+        try {
+            if (refuseWhenShuttingDown && shuttingDown) {
+                throw KvServerException.shuttingDown();
+            }
+            result = call.get();
+        } catch (KvServerException e) {
+            if (e.code() == ErrorCode.STORAGE_ERROR) {
+                LOG.error("{} failed: {}", method, e.getMessage(), e);
+            } else {
+                LOG.debug("{} refused: {}", method, e.getMessage());
+            }
+            observer.onError(ErrorStatus.of(e));
+            return;
+        } catch (RuntimeException e) {
+            LOG.error("{} failed unexpectedly", method, e);
+            observer.onError(
+                    ErrorStatus.of(
+                            ErrorCode.STORAGE_ERROR,
+                            method + " failed on node " + cluster.selfAddress() + ": " + e));
+            return;
+        }
+        observer.onNext(result);
+        observer.onCompleted();
+    }
+}

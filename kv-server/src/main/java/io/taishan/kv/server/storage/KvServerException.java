@@ -1,0 +1,57 @@
+package io.taishan.kv.server.storage;
+
+import io.taishan.kv.proto.ErrorCode;
+
+/**
+ * A request the server refuses or could not carry out. The service turns it into a gRPC status with
+ * the {@link ErrorCode} in the {@code taishan-error-code} trailer, so the message must name what
+ * failed (table, shard, snapshot, epoch).
+ */
+public final class KvServerException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final ErrorCode code;
+
+    public KvServerException(ErrorCode code, String message) {
+        super(message);
+        this.code = code;
+    }
+
+    public KvServerException(ErrorCode code, String message, Throwable cause) {
+        super(message, cause);
+        this.code = code;
+    }
+
+    public ErrorCode code() {
+        return code;
+    }
+
+    public static KvServerException tableNotFound(String table) {
+        return new KvServerException(ErrorCode.TABLE_NOT_FOUND, "table '" + table + "' not found");
+    }
+
+    public static KvServerException snapshotNotFound(String table, int shard, long snapshotId) {
+        return new KvServerException(
+                ErrorCode.SNAPSHOT_NOT_FOUND,
+                "snapshot "
+                        + snapshotId
+                        + " of table '"
+                        + table
+                        + "' shard "
+                        + shard
+                        + " not found");
+    }
+
+    public static KvServerException invalid(String message) {
+        return new KvServerException(ErrorCode.INVALID_ARGUMENT, message);
+    }
+
+    public static KvServerException shuttingDown() {
+        return new KvServerException(ErrorCode.SHUTTING_DOWN, "the kv-server is shutting down");
+    }
+
+    public static KvServerException storage(String what, Throwable cause) {
+        String detail = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+        return new KvServerException(ErrorCode.STORAGE_ERROR, what + ": " + detail, cause);
+    }
+}

@@ -1,0 +1,120 @@
+package io.taishan.kv.server.storage;
+
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
+import org.rocksdb.Env;
+import org.rocksdb.InfoLogLevel;
+import org.rocksdb.LRUCache;
+import org.rocksdb.Logger;
+import org.rocksdb.Options;
+import org.rocksdb.Priority;
+import org.rocksdb.RocksDB;
+import org.rocksdb.StringAppendOperator;
+import org.rocksdb.WriteBufferManager;
+import org.rocksdb.WriteOptions;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What every shard's RocksDB instance shares, so that memory and threads are bounded per node, not
+ * per shard: one block cache (which also holds index and filter blocks), one write-buffer manager
+ * charged to that cache, the default Env's background pools, one merge operator and one logger
+ * (which also saves a LOG file per shard).
+ */
+final class RocksResources implements AutoCloseable {
+    static {
+        RocksDB.loadLibrary();
+    }
+
+    private static final long ARENA_BLOCK_BYTES = 64 << 10;
+
+    /** Flink's RocksDB list state joins its elements with ','. */
+    static final char APPEND_DELIMITER = ',';
+
+    private static final org.slf4j.Logger LOG = LoggerFactory.getLogger("io.taishan.kv.rocksdb");
+
+    private final StorageOptions options;
+    private final LRUCache blockCache;
+    private final WriteBufferManager writeBufferManager;
+    private final StringAppendOperator appendOperator;
+    private final BloomFilter bloomFilter;
+    private final BlockBasedTableConfig tableConfig;
+    private final Logger rocksLogger;
+    private final WriteOptions writeOptions;
+
+    RocksResources(StorageOptions options) {
+        this.options = options;
+        this.blockCache = new LRUCache(options.blockCacheBytes());
+        this.writeBufferManager = new WriteBufferManager(options.writeBufferBytes(), blockCache);
+        this.appendOperator = new StringAppendOperator(APPEND_DELIMITER);
+        this.bloomFilter = new BloomFilter(10, false);
+        this.tableConfig =
+                new BlockBasedTableConfig()
+                        .setBlockCache(blockCache)
+                        .setFilterPolicy(bloomFilter)
+                        .setCacheIndexAndFilterBlocks(true)
+                        .setPinL0FilterAndIndexBlocksInCache(true)
+                        .setBlockSize(16 * 1024);
+        this.rocksLogger =
+                // Errors only: RocksDB warns on every write stall, which a bulk load makes often.
+                new Logger(InfoLogLevel.ERROR_LEVEL) {
+                    @Override
+                    protected void log(InfoLogLevel level, String message) {
+                        LOG.error(message);
+                    }
+                };
+        this.writeOptions = new WriteOptions().setDisableWAL(!options.walEnabled());
+        Env env = Env.getDefault();
+        // The default Env's pools are process-wide; only ever grow them, another server in this
+        // JVM may have asked for more.
+        int compactions = Math.max(1, options.backgroundThreads() - 1);
+        if (env.getBackgroundThreads(Priority.LOW) < compactions) {
+            env.setBackgroundThreads(compactions, Priority.LOW);
+        }
+        if (env.getBackgroundThreads(Priority.HIGH) < 1) {
+            env.setBackgroundThreads(1, Priority.HIGH);
+        }
+    }
+
+    /** Options for one shard; the caller closes them after the instance. */
+    Options newShardOptions() {
+        return new Options()
+                .setCreateIfMissing(true)
+                .setEnv(Env.getDefault())
+                .setWriteBufferManager(writeBufferManager)
+                .setMergeOperator(appendOperator)
+                .setLogger(rocksLogger)
+                .setTableFormatConfig(tableConfig)
+                .setWriteBufferSize(options.shardWriteBufferBytes())
+                // The default (write buffer / 8) would make a memtable holding one small write
+                // cost 512 KiB; with thousands of open shards that is what memory goes to.
+                .setArenaBlockSize(ARENA_BLOCK_BYTES)
+                .setMaxWriteBufferNumber(4)
+                .setMaxBackgroundJobs(options.backgroundThreads())
+                .setMaxOpenFiles(options.maxOpenFilesPerShard())
+                .setStatsDumpPeriodSec(0)
+                .setStatsPersistPeriodSec(0)
+                .setAvoidUnnecessaryBlockingIO(true);
+    }
+
+    WriteOptions writeOptions() {
+        return writeOptions;
+    }
+
+    boolean walEnabled() {
+        return options.walEnabled();
+    }
+
+    long blockCacheUsage() {
+        return blockCache.getUsage();
+    }
+
+    @Override
+    public void close() {
+        writeOptions.close();
+        rocksLogger.close();
+        bloomFilter.close();
+        appendOperator.close();
+        writeBufferManager.close();
+        blockCache.close();
+    }
+}

@@ -1,0 +1,425 @@
+package io.taishan.kv.server.storage;
+
+import com.sun.management.UnixOperatingSystemMXBean;
+import io.taishan.kv.proto.ErrorCode;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The storage of one node: the table catalog and every shard's RocksDB instance, under one data
+ * directory:
+ *
+ * <pre>
+ * data/LOCK                                       held while a server uses the directory
+ * data/epoch-counter                              highest epoch handed out on this node
+ * data/tables/&lt;table&gt;/table.properties
+ * data/tables/&lt;table&gt;/shard-&lt;n&gt;/epoch
+ * data/tables/&lt;table&gt;/shard-&lt;n&gt;/live/              the RocksDB instance
+ * data/tables/&lt;table&gt;/shard-&lt;n&gt;/snapshots/&lt;id&gt;/    checkpoint + TAISHAN-SNAPSHOT
+ * data/tmp/, data/trash/                          staging and deletion, emptied at start
+ * </pre>
+ *
+ * <p>Shards open lazily and are closed (after a flush) when idle or when too many are open.
+ */
+public final class StorageEngine implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(StorageEngine.class);
+
+    private final StorageOptions options;
+    private final Path tablesDir;
+    private final Path tmpDir;
+    private final Path trashDir;
+    private final FileChannel lockChannel;
+    private final FileLock dirLock;
+    private final RocksResources resources;
+    private final EpochCounter epochs;
+    private final ConcurrentHashMap<String, TableStore> tables = new ConcurrentHashMap<>();
+    private final Object catalogLock = new Object();
+    private final Set<ShardStore> openShards = ConcurrentHashMap.newKeySet();
+    private final ScheduledExecutorService maintenance;
+    private final AtomicBoolean evictionScheduled = new AtomicBoolean();
+    private volatile boolean closed;
+
+    /**
+     * Measured: an open shard holds 6 file descriptors (LOCK, MANIFEST, WAL, two directory handles,
+     * one SST) plus one per further open SST; see the README.
+     */
+    static final int FDS_PER_OPEN_SHARD = 8;
+
+    /** File descriptors kept for sockets, jars and the JVM. */
+    static final int RESERVED_FDS = 512;
+
+    private StorageEngine(StorageOptions options, FileChannel lockChannel, FileLock dirLock)
+            throws IOException {
+        options = withinFileLimit(options);
+        this.options = options;
+        Path data = options.dataDir();
+        this.tablesDir = Files.createDirectories(data.resolve("tables"));
+        this.tmpDir = data.resolve("tmp");
+        this.trashDir = data.resolve("trash");
+        this.lockChannel = lockChannel;
+        this.dirLock = dirLock;
+        DurableFiles.deleteTree(tmpDir);
+        DurableFiles.deleteTree(trashDir);
+        Files.createDirectories(tmpDir);
+        Files.createDirectories(trashDir);
+        this.epochs = new EpochCounter(data.resolve("epoch-counter"));
+        loadCatalog();
+        this.resources = new RocksResources(options);
+        this.maintenance =
+                Executors.newSingleThreadScheduledExecutor(
+                        r -> {
+                            Thread t = new Thread(r, "taishan-kv-shard-maintenance");
+                            t.setDaemon(true);
+                            return t;
+                        });
+        long periodMillis = Math.max(50, Math.min(10_000, options.shardIdleClose().toMillis() / 4));
+        maintenance.scheduleWithFixedDelay(
+                this::closeIdleShardsQuietly, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Opens the data directory: creates it if needed and locks it against a second server.
+     *
+     * @throws StorageStartupException with a one-line reason when the directory is unusable
+     */
+    public static StorageEngine open(StorageOptions options) {
+        Path data = options.dataDir().toAbsolutePath();
+        try {
+            Files.createDirectories(data);
+        } catch (IOException e) {
+            throw new StorageStartupException(
+                    "data dir " + data + " cannot be created: " + describe(e), e);
+        }
+        if (!Files.isWritable(data) || !Files.isDirectory(data)) {
+            throw new StorageStartupException("data dir " + data + " is not a writable directory");
+        }
+        FileChannel channel;
+        try {
+            channel =
+                    FileChannel.open(
+                            data.resolve("LOCK"),
+                            StandardOpenOption.CREATE,
+                            StandardOpenOption.WRITE);
+        } catch (IOException e) {
+            throw new StorageStartupException(
+                    "data dir " + data + " is not writable: " + describe(e), e);
+        }
+        FileLock lock;
+        try {
+            lock = channel.tryLock();
+        } catch (OverlappingFileLockException | IOException e) {
+            lock = null;
+        }
+        if (lock == null) {
+            closeQuietly(channel);
+            throw new StorageStartupException(
+                    "data dir " + data + " is in use by another kv-server");
+        }
+        try {
+            return new StorageEngine(options.withDataDir(data), channel, lock);
+        } catch (IOException | RuntimeException e) {
+            closeQuietly(channel);
+            throw new StorageStartupException(
+                    "data dir " + data + " cannot be opened: " + describe(e), e);
+        }
+    }
+
+    /**
+     * Lowers max open shards to what the process's file-descriptor limit allows: running out of
+     * descriptors fails RocksDB's own background work, not just the next open.
+     */
+    private static StorageOptions withinFileLimit(StorageOptions options) {
+        long maxFds = maxFileDescriptors();
+        if (maxFds <= 0) {
+            return options;
+        }
+        int fit = (int) Math.max(1, (maxFds - RESERVED_FDS) / FDS_PER_OPEN_SHARD);
+        if (options.maxOpenShards() <= fit) {
+            return options;
+        }
+        LOG.warn(
+                "shards.max-open {} needs about {} file descriptors but the limit is {}:"
+                        + " using {} (raise ulimit -n to allow more)",
+                options.maxOpenShards(),
+                (long) options.maxOpenShards() * FDS_PER_OPEN_SHARD + RESERVED_FDS,
+                maxFds,
+                fit);
+        return new StorageOptions(
+                options.dataDir(),
+                options.walEnabled(),
+                options.blockCacheBytes(),
+                options.writeBufferBytes(),
+                options.shardWriteBufferBytes(),
+                options.backgroundThreads(),
+                options.maxOpenFilesPerShard(),
+                options.shardIdleClose(),
+                fit);
+    }
+
+    private static long maxFileDescriptors() {
+        if (ManagementFactory.getOperatingSystemMXBean()
+                instanceof UnixOperatingSystemMXBean unix) {
+            return unix.getMaxFileDescriptorCount();
+        }
+        return -1;
+    }
+
+    private static String describe(Exception e) {
+        String kind = e.getClass().getSimpleName();
+        return e.getMessage() == null ? kind : kind + ": " + e.getMessage();
+    }
+
+    private static void closeQuietly(FileChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // nothing left to do
+        }
+    }
+
+    private void loadCatalog() throws IOException {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(tablesDir)) {
+            for (Path dir : ds) {
+                if (!Files.isRegularFile(dir.resolve(TableMeta.FILE_NAME))) {
+                    LOG.warn("Ignoring {}: no {}", dir, TableMeta.FILE_NAME);
+                    continue;
+                }
+                TableMeta meta = TableMeta.read(dir);
+                tables.put(meta.name(), new TableStore(this, meta, dir));
+            }
+        }
+        LOG.info("Loaded {} table(s) from {}", tables.size(), options.dataDir());
+    }
+
+    public StorageOptions options() {
+        return options;
+    }
+
+    // ---- catalog
+
+    /** The table and whether this call created it. */
+    public record Creation(TableMeta table, boolean created) {}
+
+    public Creation createTable(String name, int shardCount, boolean ifNotExists) {
+        TableMeta.checkName(name);
+        TableMeta.checkShardCount(name, shardCount);
+        synchronized (catalogLock) {
+            checkOpen();
+            TableStore existing = tables.get(name);
+            if (existing != null) {
+                if (ifNotExists && existing.shardCount() == shardCount) {
+                    return new Creation(existing.meta(), false);
+                }
+                throw new KvServerException(
+                        ErrorCode.TABLE_EXISTS,
+                        "table '"
+                                + name
+                                + "' exists with "
+                                + existing.shardCount()
+                                + " shards"
+                                + (ifNotExists ? ", not " + shardCount : ""));
+            }
+            TableMeta meta = new TableMeta(name, shardCount, System.currentTimeMillis());
+            Path dir = tablesDir.resolve(name);
+            try {
+                DurableFiles.deleteTree(dir);
+                Path staging = Files.createTempDirectory(tmpDir, "table-");
+                DurableFiles.writeAtomically(staging.resolve(TableMeta.FILE_NAME), meta.toBytes());
+                DurableFiles.moveAtomically(staging, dir);
+            } catch (IOException e) {
+                throw KvServerException.storage("cannot create table '" + name + "'", e);
+            }
+            tables.put(name, new TableStore(this, meta, dir));
+            return new Creation(meta, true);
+        }
+    }
+
+    public Optional<TableMeta> table(String name) {
+        TableStore t = tables.get(name);
+        return t == null ? Optional.empty() : Optional.of(t.meta());
+    }
+
+    /** The table, or TABLE_NOT_FOUND. */
+    public TableStore tableStore(String name) {
+        checkOpen();
+        TableStore t = tables.get(name);
+        if (t == null) {
+            throw KvServerException.tableNotFound(name);
+        }
+        return t;
+    }
+
+    public List<TableMeta> tables() {
+        List<TableMeta> result = new ArrayList<>();
+        for (TableStore t : tables.values()) {
+            result.add(t.meta());
+        }
+        result.sort(Comparator.comparing(TableMeta::name));
+        return result;
+    }
+
+    /** Drops the table with all its shards and snapshots. */
+    public void dropTable(String name) {
+        synchronized (catalogLock) {
+            checkOpen();
+            TableStore t = tables.remove(name);
+            if (t == null) {
+                throw KvServerException.tableNotFound(name);
+            }
+            for (ShardStore s : t.loadedShards()) {
+                s.markDropped();
+            }
+            try {
+                DurableFiles.discard(t.dir(), trashDir);
+            } catch (IOException e) {
+                throw KvServerException.storage(
+                        "cannot delete the files of table '" + name + "'", e);
+            }
+        }
+    }
+
+    // ---- open shards
+
+    public int openShardCount() {
+        return openShards.size();
+    }
+
+    /** Flushes and closes every shard idle for the configured time; returns how many. */
+    public int closeIdleShards() {
+        return closeShardsIdleSince(System.nanoTime() - options.shardIdleClose().toNanos());
+    }
+
+    /** Flushes and closes every open shard not in use right now; returns how many. */
+    public int closeAllIdleShards() {
+        return closeShardsIdleSince(System.nanoTime());
+    }
+
+    private int closeShardsIdleSince(long idleSinceNanos) {
+        int closedCount = 0;
+        for (ShardStore s : List.copyOf(openShards)) {
+            if (s.lastAccessNanos() - idleSinceNanos <= 0 && s.tryCloseIfIdle(idleSinceNanos)) {
+                closedCount++;
+            }
+        }
+        return closedCount;
+    }
+
+    private void closeIdleShardsQuietly() {
+        try {
+            closeIdleShards();
+            evictOverLimit();
+        } catch (RuntimeException e) {
+            LOG.warn("Closing idle shards failed", e);
+        }
+    }
+
+    void shardOpened(ShardStore shard) {
+        openShards.add(shard);
+        if (openShards.size() > options.maxOpenShards()
+                && evictionScheduled.compareAndSet(false, true)
+                && !closed) {
+            maintenance.execute(
+                    () -> {
+                        evictionScheduled.set(false);
+                        evictOverLimit();
+                    });
+        }
+    }
+
+    void shardClosed(ShardStore shard) {
+        openShards.remove(shard);
+    }
+
+    /** Closes the least recently used shards until at most max-open remain (busy ones stay). */
+    void evictOverLimit() {
+        int excess = openShards.size() - options.maxOpenShards();
+        if (excess <= 0) {
+            return;
+        }
+        List<ShardStore> byAge = new ArrayList<>(openShards);
+        byAge.sort(Comparator.comparingLong(ShardStore::lastAccessNanos));
+        for (ShardStore s : byAge) {
+            if (excess <= 0) {
+                break;
+            }
+            if (s.tryCloseIfIdle(s.lastAccessNanos())) {
+                excess--;
+            }
+        }
+    }
+
+    RocksResources resources() {
+        return resources;
+    }
+
+    long nextEpoch(long current) throws IOException {
+        return epochs.next(current);
+    }
+
+    Path trashDir() {
+        return trashDir;
+    }
+
+    public long blockCacheUsage() {
+        return resources.blockCacheUsage();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw KvServerException.shuttingDown();
+        }
+    }
+
+    /** Flushes and closes every shard, then releases the data directory. */
+    @Override
+    public void close() {
+        synchronized (catalogLock) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        maintenance.shutdownNow();
+        try {
+            maintenance.awaitTermination(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (TableStore t : tables.values()) {
+            for (ShardStore s : t.loadedShards()) {
+                s.shutdown();
+            }
+        }
+        resources.close();
+        try {
+            dirLock.release();
+            lockChannel.close();
+        } catch (IOException e) {
+            LOG.warn("Could not release the lock of {}: {}", options.dataDir(), e.getMessage());
+        }
+        LOG.info("Storage in {} closed", options.dataDir());
+    }
+}

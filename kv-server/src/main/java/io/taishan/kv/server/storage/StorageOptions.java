@@ -1,0 +1,76 @@
+package io.taishan.kv.server.storage;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How the storage engine lays out and tunes its RocksDB instances.
+ *
+ * @param dataDir root of all tables, shards and snapshots
+ * @param walEnabled whether writes go to RocksDB's WAL; off by default because recovery always goes
+ *     back to a durable snapshot
+ * @param blockCacheBytes the one LRU block cache shared by every open shard
+ * @param writeBufferBytes total memtable memory of every open shard (one WriteBufferManager,
+ *     charged to the block cache)
+ * @param shardWriteBufferBytes the memtable size of one shard
+ * @param backgroundThreads flush and compaction threads shared by every shard
+ * @param maxOpenFilesPerShard RocksDB {@code max_open_files} of one shard (-1: unlimited)
+ * @param shardIdleClose an open shard unused this long is flushed and closed
+ * @param maxOpenShards above this many open shards, the least recently used are closed
+ */
+public record StorageOptions(
+        Path dataDir,
+        boolean walEnabled,
+        long blockCacheBytes,
+        long writeBufferBytes,
+        long shardWriteBufferBytes,
+        int backgroundThreads,
+        int maxOpenFilesPerShard,
+        Duration shardIdleClose,
+        int maxOpenShards) {
+
+    public StorageOptions {
+        Objects.requireNonNull(dataDir, "dataDir");
+        Objects.requireNonNull(shardIdleClose, "shardIdleClose");
+        if (blockCacheBytes <= 0 || writeBufferBytes <= 0 || shardWriteBufferBytes <= 0) {
+            throw new IllegalArgumentException("cache and write buffer sizes must be > 0");
+        }
+        if (backgroundThreads < 1) {
+            throw new IllegalArgumentException("background threads must be >= 1");
+        }
+        if (maxOpenShards < 1) {
+            throw new IllegalArgumentException("max open shards must be >= 1");
+        }
+        if (maxOpenFilesPerShard == 0 || maxOpenFilesPerShard < -1) {
+            throw new IllegalArgumentException("max open files per shard must be -1 or > 0");
+        }
+    }
+
+    /** Defaults for a data directory; see the kv-server README for what they mean. */
+    public static StorageOptions defaults(Path dataDir) {
+        return new StorageOptions(
+                dataDir,
+                false,
+                256L << 20,
+                128L << 20,
+                8L << 20,
+                2,
+                64,
+                Duration.ofMinutes(5),
+                1024);
+    }
+
+    public StorageOptions withDataDir(Path dir) {
+        return new StorageOptions(
+                dir,
+                walEnabled,
+                blockCacheBytes,
+                writeBufferBytes,
+                shardWriteBufferBytes,
+                backgroundThreads,
+                maxOpenFilesPerShard,
+                shardIdleClose,
+                maxOpenShards);
+    }
+}

@@ -1,0 +1,108 @@
+package io.taishan.kv.server.storage;
+
+import io.taishan.kv.proto.ErrorCode;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** One table of this node: its metadata and the shards it has touched. */
+public final class TableStore {
+    private static final String SHARD_DIR_PREFIX = "shard-";
+
+    private final StorageEngine engine;
+    private final TableMeta meta;
+    private final Path dir;
+    private final ConcurrentHashMap<Integer, ShardStore> shards = new ConcurrentHashMap<>();
+
+    TableStore(StorageEngine engine, TableMeta meta, Path dir) {
+        this.engine = engine;
+        this.meta = meta;
+        this.dir = dir;
+    }
+
+    public TableMeta meta() {
+        return meta;
+    }
+
+    public String name() {
+        return meta.name();
+    }
+
+    public int shardCount() {
+        return meta.shardCount();
+    }
+
+    Path dir() {
+        return dir;
+    }
+
+    /** Fails with SHARD_OUT_OF_RANGE unless {@code shard} is in {@code [0, shardCount)}. */
+    public void checkShard(int shard) {
+        if (shard < 0 || shard >= meta.shardCount()) {
+            throw new KvServerException(
+                    ErrorCode.SHARD_OUT_OF_RANGE,
+                    "shard "
+                            + shard
+                            + " out of range for table '"
+                            + meta.name()
+                            + "' with "
+                            + meta.shardCount()
+                            + " shards");
+        }
+    }
+
+    /** The shard, loading its epoch and snapshots from disk on first use. */
+    public ShardStore shard(int shard) {
+        checkShard(shard);
+        ShardStore store = shards.get(shard);
+        if (store != null) {
+            return store;
+        }
+        return shards.computeIfAbsent(
+                shard,
+                s -> {
+                    try {
+                        return new ShardStore(
+                                engine, meta.name(), s, dir.resolve(SHARD_DIR_PREFIX + s));
+                    } catch (IOException e) {
+                        throw KvServerException.storage(
+                                "cannot load table '" + meta.name() + "' shard " + s, e);
+                    }
+                });
+    }
+
+    /** The shards that exist on disk or in memory, ascending; untouched shards have no state. */
+    public List<Integer> existingShards() {
+        TreeSet<Integer> result = new TreeSet<>(shards.keySet());
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, SHARD_DIR_PREFIX + "*")) {
+            for (Path p : ds) {
+                try {
+                    int s = Integer.parseInt(p.getFileName().toString().substring(6));
+                    if (s >= 0 && s < meta.shardCount()) {
+                        result.add(s);
+                    }
+                } catch (NumberFormatException ignored) {
+                    // not ours
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return new ArrayList<>(result);
+    }
+
+    Collection<ShardStore> loadedShards() {
+        return shards.values();
+    }
+
+    public long diskBytes() {
+        return DurableFiles.sizeOf(dir);
+    }
+}

@@ -1,0 +1,180 @@
+package io.taishan.kv.server;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.taishan.kv.client.KvLimits;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The command line's failure paths, in-process; the happy path runs as a child JVM elsewhere. */
+class KvServerMainTest {
+    @TempDir Path dir;
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int run(String... args) {
+        return KvServerMain.run(
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void portTakenFailsWithOneClearLine() {
+        try (EmbeddedKvServer other = EmbeddedKvServer.start()) {
+            int code =
+                    run(
+                            "--port",
+                            Integer.toString(other.port()),
+                            "--data-dir",
+                            dir.resolve("d").toString());
+            assertThat(code).isEqualTo(KvServerMain.EXIT_FAILED_START);
+            assertThat(err().lines())
+                    .containsExactly(
+                            "taishan-kv-server: cannot start: cannot listen on 127.0.0.1:"
+                                    + other.port()
+                                    + ": address already in use or not available");
+            assertThat(out.toString(StandardCharsets.UTF_8)).isEmpty();
+            // The data dir was released again.
+            EmbeddedKvServer.start(KvServerConfig.builder().dataDir(dir.resolve("d")).build())
+                    .close();
+        }
+    }
+
+    @Test
+    void unusableDataDirFailsWithOneClearLine() throws IOException {
+        Path file = Files.createFile(dir.resolve("plain-file"));
+        int code = run("--port", "0", "--data-dir", file.resolve("data").toString());
+        assertThat(code).isEqualTo(KvServerMain.EXIT_FAILED_START);
+        assertThat(err().lines()).hasSize(1);
+        assertThat(err())
+                .startsWith("taishan-kv-server: cannot start: data dir " + file.resolve("data"))
+                .contains("cannot be created");
+    }
+
+    @Test
+    void badArgumentsAndConfigFailWithUsage() throws IOException {
+        assertThat(run("--port", "0")).isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("--data-dir is required").contains("usage:");
+        err.reset();
+        assertThat(run("--data-dir", "x")).isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("--port is required");
+        err.reset();
+        assertThat(run("--port", "70000", "--data-dir", "x")).isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("bad --port '70000'");
+        err.reset();
+        assertThat(run("--bogus")).isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("unknown argument '--bogus'");
+        err.reset();
+        Path conf = dir.resolve("bad.properties");
+        Files.writeString(conf, "limits.max-key-bytes = lots\n");
+        assertThat(run("--port", "0", "--data-dir", "x", "--config", conf.toString()))
+                .isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err())
+                .isEqualTo(
+                        "taishan-kv-server: bad config: bad size for 'limits.max-key-bytes':"
+                                + " 'lots' (expected e.g. 65536, 64k, 256m, 1g)"
+                                + System.lineSeparator());
+        err.reset();
+        Files.writeString(conf, "shard.idle = 5m\n");
+        assertThat(run("--port", "0", "--data-dir", "x", "--config", conf.toString()))
+                .isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("unknown config key 'shard.idle'");
+        err.reset();
+        assertThat(
+                        run(
+                                "--port",
+                                "0",
+                                "--data-dir",
+                                "x",
+                                "--config",
+                                dir.resolve("nope").toString()))
+                .isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("cannot read config file");
+        err.reset();
+        Files.writeString(conf, "cluster.nodes = a:1,b:2\ncluster.node-index = 2\n");
+        assertThat(run("--port", "0", "--data-dir", "x", "--config", conf.toString()))
+                .isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err()).contains("cluster.node-index 2 out of range for 2 cluster node(s)");
+    }
+
+    @Test
+    void configFileSetsEveryKeyAndTheCommandLineWins() throws IOException {
+        Path conf = dir.resolve("server.properties");
+        Files.writeString(
+                conf,
+                String.join(
+                        "\n",
+                        "host = 0.0.0.0",
+                        "port = 7000",
+                        "data.dir = /from/file",
+                        "cluster.nodes = h1:7000, h2:7000,h3:7000",
+                        "cluster.node-index = 2",
+                        "wal.enabled = true",
+                        "limits.max-key-bytes = 1k",
+                        "limits.max-value-bytes = 2m",
+                        "limits.max-request-bytes = 64MB",
+                        "limits.max-ops-per-request = 5000",
+                        "limits.max-scan-page-entries = 500",
+                        "limits.max-scan-page-bytes = 512k",
+                        "rocksdb.block-cache-bytes = 1g",
+                        "rocksdb.write-buffer-bytes = 256m",
+                        "rocksdb.shard-write-buffer-bytes = 2m",
+                        "rocksdb.background-threads = 4",
+                        "rocksdb.max-open-files-per-shard = -1",
+                        "shards.idle-close = 30s",
+                        "shards.max-open = 500",
+                        "shutdown.grace = 2s",
+                        ""));
+        KvServerConfig c =
+                KvServerMain.parse(
+                        new String[] {"--config", conf.toString(), "--data-dir", "/from/cli"});
+        assertThat(c.host()).isEqualTo("0.0.0.0");
+        assertThat(c.port()).isEqualTo(7000);
+        assertThat(c.dataDir()).isEqualTo(Path.of("/from/cli"));
+        assertThat(c.clusterNodes()).isEqualTo(List.of("h1:7000", "h2:7000", "h3:7000"));
+        assertThat(c.nodeIndex()).isEqualTo(2);
+        assertThat(c.walEnabled()).isTrue();
+        assertThat(c.limits())
+                .isEqualTo(new KvLimits(1024, 2 << 20, 64 << 20, 5000, 500, 512 << 10));
+        var storage = c.storageOptions(Path.of("/d"));
+        assertThat(storage.blockCacheBytes()).isEqualTo(1L << 30);
+        assertThat(storage.writeBufferBytes()).isEqualTo(256L << 20);
+        assertThat(storage.shardWriteBufferBytes()).isEqualTo(2L << 20);
+        assertThat(storage.backgroundThreads()).isEqualTo(4);
+        assertThat(storage.maxOpenFilesPerShard()).isEqualTo(-1);
+        assertThat(storage.shardIdleClose()).isEqualTo(Duration.ofSeconds(30));
+        assertThat(storage.maxOpenShards()).isEqualTo(500);
+        assertThat(c.shutdownGrace()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(KvServerMain.parse(new String[] {"--help"})).isNull();
+    }
+
+    @Test
+    void embeddedServerReportsAPortClashAsAStartupFailure() {
+        try (EmbeddedKvServer first = EmbeddedKvServer.start()) {
+            assertThatThrownBy(
+                            () ->
+                                    EmbeddedKvServer.start(
+                                            KvServerConfig.builder().port(first.port()).build()))
+                    .isInstanceOf(KvServerStartupException.class)
+                    .hasMessage(
+                            "cannot listen on 127.0.0.1:"
+                                    + first.port()
+                                    + ": address already in use or not available");
+        }
+    }
+}
