@@ -1,5 +1,5 @@
 /**
- * {@code TaishanStateBackend}: the Flink keyed state backend on the Taishan KV service, its
- * factory, options, states, key layout and timers.
+ * The Taishan state backend for Flink: {@link io.taishan.backend.TaishanStateBackend}, its factory
+ * and options, and the keyed backend that keeps keyed state in the Taishan KV service.
  */
 package io.taishan.backend;

@@ -1,0 +1,108 @@
+package io.taishan.backend;
+
+import java.time.Duration;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.MemorySize;
+
+/** The configuration of {@link TaishanStateBackend}; every key starts with {@code taishan.}. */
+public final class TaishanOptions {
+    private TaishanOptions() {}
+
+    /** Where timers (priority-queue state) live. */
+    public enum TimerServiceType {
+        /** In the KV store, with each key group's head cached in memory. */
+        REMOTE,
+        /** On the JVM heap, written into checkpoints as raw keyed state. */
+        HEAP
+    }
+
+    public static final ConfigOption<String> KV_ADDRESS =
+            ConfigOptions.key("taishan.kv.address")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "The kv-server node(s) to connect to, as host:port[,host:port...]."
+                                    + " Any node of the cluster will do as a seed; the client"
+                                    + " learns the others from it.");
+
+    public static final ConfigOption<Duration> KV_REQUEST_TIMEOUT =
+            ConfigOptions.key("taishan.kv.request-timeout")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(10))
+                    .withDescription(
+                            "Deadline of every call to the kv-server. An unreachable server fails"
+                                    + " the task after this (times the retries of idempotent"
+                                    + " calls) instead of hanging.");
+
+    public static final ConfigOption<Integer> KV_MAX_ATTEMPTS =
+            ConfigOptions.key("taishan.kv.max-attempts")
+                    .intType()
+                    .defaultValue(3)
+                    .withDescription(
+                            "How often an idempotent call (reads, opening shards, snapshots) is"
+                                    + " tried before the task fails. Writes are never retried.");
+
+    public static final ConfigOption<MemorySize> WRITE_QUEUE_FLUSH_BYTES =
+            ConfigOptions.key("taishan.write-queue.flush-bytes")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("1mb"))
+                    .withDescription(
+                            "A subtask's pending writes are sent as one batch once they reach this"
+                                    + " size.");
+
+    public static final ConfigOption<Integer> WRITE_QUEUE_FLUSH_COUNT =
+            ConfigOptions.key("taishan.write-queue.flush-count")
+                    .intType()
+                    .defaultValue(2000)
+                    .withDescription(
+                            "A subtask's pending writes are sent as one batch once they reach this"
+                                    + " many operations.");
+
+    public static final ConfigOption<Duration> WRITE_QUEUE_FLUSH_INTERVAL =
+            ConfigOptions.key("taishan.write-queue.flush-interval")
+                    .durationType()
+                    .defaultValue(Duration.ofMillis(50))
+                    .withDescription(
+                            "Pending writes older than this are sent even if the size and count"
+                                    + " thresholds are not reached.");
+
+    public static final ConfigOption<MemorySize> WRITE_QUEUE_MAX_BYTES =
+            ConfigOptions.key("taishan.write-queue.max-bytes")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("8mb"))
+                    .withDescription(
+                            "Upper bound of the memory a subtask's write queue holds (pending and"
+                                    + " in-flight writes with their read-your-writes overlay)."
+                                    + " When it is full, state access waits for a flush:"
+                                    + " back-pressure instead of heap growth. Must be at least"
+                                    + " twice taishan.write-queue.flush-bytes.");
+
+    public static final ConfigOption<TimerServiceType> TIMER_SERVICE =
+            ConfigOptions.key("taishan.timer-service")
+                    .enumType(TimerServiceType.class)
+                    .defaultValue(TimerServiceType.REMOTE)
+                    .withDescription(
+                            "Where timers live: REMOTE keeps them in the KV store, HEAP on the"
+                                    + " TaskManager's heap.");
+
+    public static final ConfigOption<Integer> TIMER_CACHE_SIZE =
+            ConfigOptions.key("taishan.timer-service.cache-size")
+                    .intType()
+                    .defaultValue(128)
+                    .withDescription(
+                            "How many of the earliest timers of each key group are cached in"
+                                    + " memory (REMOTE timers only).");
+
+    public static final ConfigOption<String> TABLE_PREFIX =
+            ConfigOptions.key("taishan.table.prefix")
+                    .stringType()
+                    .defaultValue("flink")
+                    .withDescription(
+                            "Each keyed operator of a job gets one table, named"
+                                    + " <prefix>_<job id>_<operator id>. The operator id is the"
+                                    + " stable OperatorID inside Flink's operator identifier, never"
+                                    + " the subtask suffix, so every subtask and every rescale of"
+                                    + " the operator uses the same table. Letters, digits, '_',"
+                                    + " '.' and '-' only.");
+}

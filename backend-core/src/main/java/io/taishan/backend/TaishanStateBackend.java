@@ -1,0 +1,238 @@
+package io.taishan.backend;
+
+import io.taishan.kv.client.KvClientConfig;
+import java.time.Duration;
+import java.util.List;
+import org.apache.flink.api.common.JobID;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.IllegalConfigurationException;
+import org.apache.flink.configuration.MemorySize;
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.AbstractStateBackend;
+import org.apache.flink.runtime.state.BackendBuildingException;
+import org.apache.flink.runtime.state.ConfigurableStateBackend;
+import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
+import org.apache.flink.runtime.state.OperatorStateBackend;
+import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
+
+/**
+ * Flink keyed state in the Taishan KV service: every keyed operator's state lives in a remote table
+ * whose shards are its key groups; checkpoints are remote shard snapshots referenced from a small
+ * manifest, so restore and rescale move no state.
+ *
+ * <p>Turn it on with {@code state.backend.type: io.taishan.backend.TaishanStateBackendFactory} and
+ * {@code taishan.kv.address: host:port}, or {@code env.setStateBackend(new
+ * TaishanStateBackend().setKvAddress("host:port"))}. Settings made on the object win over the
+ * cluster configuration. Creating and configuring it opens no connection (Flink does both on the
+ * JobManager too); each subtask connects when its keyed backend is created.
+ *
+ * <p>Operator state stays in Flink's checkpoint streams, as with every built-in backend.
+ */
+public class TaishanStateBackend extends AbstractStateBackend implements ConfigurableStateBackend {
+    private static final long serialVersionUID = 1L;
+
+    private static final List<ConfigOption<?>> OPTIONS =
+            List.of(
+                    TaishanOptions.KV_ADDRESS,
+                    TaishanOptions.KV_REQUEST_TIMEOUT,
+                    TaishanOptions.KV_MAX_ATTEMPTS,
+                    TaishanOptions.WRITE_QUEUE_FLUSH_BYTES,
+                    TaishanOptions.WRITE_QUEUE_FLUSH_COUNT,
+                    TaishanOptions.WRITE_QUEUE_FLUSH_INTERVAL,
+                    TaishanOptions.WRITE_QUEUE_MAX_BYTES,
+                    TaishanOptions.TIMER_SERVICE,
+                    TaishanOptions.TIMER_CACHE_SIZE,
+                    TaishanOptions.TABLE_PREFIX);
+
+    /** Every option set on this object or read from the configuration it was configured with. */
+    private final Configuration settings;
+
+    public TaishanStateBackend() {
+        this.settings = new Configuration();
+    }
+
+    private TaishanStateBackend(TaishanStateBackend original, ReadableConfig config) {
+        this.latencyTrackingConfigBuilder = original.latencyTrackingConfigBuilder.configure(config);
+        this.settings = new Configuration();
+        for (ConfigOption<?> option : OPTIONS) {
+            copy(option, config, settings);
+        }
+        this.settings.addAll(original.settings);
+        validate(settings);
+    }
+
+    private static <T> void copy(ConfigOption<T> option, ReadableConfig from, Configuration to) {
+        from.getOptional(option).ifPresent(value -> to.set(option, value));
+    }
+
+    @Override
+    public TaishanStateBackend configure(ReadableConfig config, ClassLoader classLoader)
+            throws IllegalConfigurationException {
+        return new TaishanStateBackend(this, config);
+    }
+
+    // ---- fluent settings
+
+    /** {@code host:port[,host:port...]} of the kv-server cluster. */
+    public TaishanStateBackend setKvAddress(String addresses) {
+        settings.set(TaishanOptions.KV_ADDRESS, addresses);
+        validate(settings);
+        return this;
+    }
+
+    public TaishanStateBackend setRequestTimeout(Duration timeout) {
+        settings.set(TaishanOptions.KV_REQUEST_TIMEOUT, timeout);
+        return this;
+    }
+
+    public TaishanStateBackend setMaxAttempts(int attempts) {
+        settings.set(TaishanOptions.KV_MAX_ATTEMPTS, attempts);
+        return this;
+    }
+
+    public TaishanStateBackend setWriteQueueFlushBytes(MemorySize bytes) {
+        settings.set(TaishanOptions.WRITE_QUEUE_FLUSH_BYTES, bytes);
+        return this;
+    }
+
+    public TaishanStateBackend setWriteQueueFlushCount(int count) {
+        settings.set(TaishanOptions.WRITE_QUEUE_FLUSH_COUNT, count);
+        return this;
+    }
+
+    public TaishanStateBackend setWriteQueueFlushInterval(Duration interval) {
+        settings.set(TaishanOptions.WRITE_QUEUE_FLUSH_INTERVAL, interval);
+        return this;
+    }
+
+    public TaishanStateBackend setWriteQueueMaxBytes(MemorySize bytes) {
+        settings.set(TaishanOptions.WRITE_QUEUE_MAX_BYTES, bytes);
+        return this;
+    }
+
+    public TaishanStateBackend setTimerService(TaishanOptions.TimerServiceType type) {
+        settings.set(TaishanOptions.TIMER_SERVICE, type);
+        return this;
+    }
+
+    public TaishanStateBackend setTablePrefix(String prefix) {
+        settings.set(TaishanOptions.TABLE_PREFIX, prefix);
+        return this;
+    }
+
+    public String getKvAddress() {
+        return settings.get(TaishanOptions.KV_ADDRESS);
+    }
+
+    public TaishanOptions.TimerServiceType getTimerService() {
+        return settings.get(TaishanOptions.TIMER_SERVICE);
+    }
+
+    /** The table that an operator of a job uses. */
+    public String tableName(JobID jobId, String operatorIdentifier) {
+        return TableNames.of(settings.get(TaishanOptions.TABLE_PREFIX), jobId, operatorIdentifier);
+    }
+
+    // ---- the StateBackend contract
+
+    @Override
+    public boolean supportsNoClaimRestoreMode() {
+        // A checkpoint after a restore never references the restored checkpoint's snapshots:
+        // they are rolled back to or cloned, and our own new snapshots are taken.
+        return true;
+    }
+
+    @Override
+    public boolean supportsSavepointFormat(SavepointFormatType formatType) {
+        // Canonical savepoints need REMOTE timers (see TaishanKeyedStateBackend#savepoint).
+        return formatType == SavepointFormatType.NATIVE
+                || settings.get(TaishanOptions.TIMER_SERVICE)
+                        == TaishanOptions.TimerServiceType.REMOTE;
+    }
+
+    @Override
+    public <K> AbstractKeyedStateBackend<K> createKeyedStateBackend(
+            KeyedStateBackendParameters<K> parameters) throws BackendBuildingException {
+        LatencyTrackingStateConfig latencyTrackingStateConfig =
+                latencyTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build();
+        return new TaishanKeyedStateBackendBuilder<>(
+                        parameters.getKvStateRegistry(),
+                        parameters.getKeySerializer(),
+                        parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                        parameters.getNumberOfKeyGroups(),
+                        parameters.getKeyGroupRange(),
+                        parameters.getEnv().getExecutionConfig(),
+                        parameters.getTtlTimeProvider(),
+                        latencyTrackingStateConfig,
+                        parameters.getStateHandles(),
+                        getCompressionDecorator(parameters.getEnv().getExecutionConfig()),
+                        parameters.getCancelStreamRegistry(),
+                        clientConfig(),
+                        tableName(parameters.getJobID(), parameters.getOperatorIdentifier()),
+                        writeQueueConfig(),
+                        settings.get(TaishanOptions.TIMER_SERVICE),
+                        settings.get(TaishanOptions.TIMER_CACHE_SIZE),
+                        parameters.getMetricGroup())
+                .build();
+    }
+
+    @Override
+    public OperatorStateBackend createOperatorStateBackend(
+            OperatorStateBackendParameters parameters) throws BackendBuildingException {
+        return new DefaultOperatorStateBackendBuilder(
+                        parameters.getEnv().getUserCodeClassLoader().asClassLoader(),
+                        parameters.getEnv().getExecutionConfig(),
+                        true,
+                        parameters.getStateHandles(),
+                        parameters.getCancelStreamRegistry())
+                .build();
+    }
+
+    KvClientConfig clientConfig() {
+        String addresses = settings.get(TaishanOptions.KV_ADDRESS);
+        if (addresses == null || addresses.isBlank()) {
+            throw new IllegalConfigurationException(
+                    "The Taishan state backend needs the kv-server address: set "
+                            + TaishanOptions.KV_ADDRESS.key()
+                            + " (host:port[,host:port...]).");
+        }
+        return KvClientConfig.forAddresses(addresses)
+                .requestTimeout(settings.get(TaishanOptions.KV_REQUEST_TIMEOUT))
+                .maxAttempts(settings.get(TaishanOptions.KV_MAX_ATTEMPTS))
+                .build();
+    }
+
+    WriteQueueConfig writeQueueConfig() {
+        return writeQueueConfig(settings);
+    }
+
+    private static WriteQueueConfig writeQueueConfig(Configuration settings) {
+        return new WriteQueueConfig(
+                settings.get(TaishanOptions.WRITE_QUEUE_FLUSH_BYTES).getBytes(),
+                settings.get(TaishanOptions.WRITE_QUEUE_FLUSH_COUNT),
+                settings.get(TaishanOptions.WRITE_QUEUE_FLUSH_INTERVAL),
+                settings.get(TaishanOptions.WRITE_QUEUE_MAX_BYTES).getBytes());
+    }
+
+    /** Cheap checks only: no connection. */
+    private static void validate(Configuration settings) {
+        try {
+            String addresses = settings.get(TaishanOptions.KV_ADDRESS);
+            if (addresses != null) {
+                KvClientConfig.forAddresses(addresses);
+            }
+            writeQueueConfig(settings);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalConfigurationException(
+                    "Invalid Taishan state backend configuration: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TaishanStateBackend{" + settings + '}';
+    }
+}

@@ -1,0 +1,165 @@
+package io.taishan.snapshot;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.IntFunction;
+import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.core.fs.CloseableRegistry;
+import org.apache.flink.core.fs.FSDataInputStream;
+import org.apache.flink.core.memory.DataInputView;
+import org.apache.flink.core.memory.DataInputViewStreamWrapper;
+import org.apache.flink.core.memory.DataOutputView;
+import org.apache.flink.core.memory.DataOutputViewStreamWrapper;
+import org.apache.flink.runtime.state.CheckpointStateOutputStream;
+import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
+import org.apache.flink.runtime.state.KeyGroupsStateHandle;
+import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.util.IOUtils;
+
+/**
+ * The stream behind a Taishan {@link KeyGroupsStateHandle}.
+ *
+ * <p>Layout: {@link #MAGIC}, a format version, the {@link KeyedBackendSerializationProxy} (key
+ * serializer and state meta info), then one record per key group at the offset that the handle's
+ * {@link KeyGroupRangeOffsets} records: the key group and its {@link ShardSnapshotRef}. Because the
+ * references sit at key-group offsets, Flink's own {@link KeyGroupsStateHandle#getIntersection}
+ * cuts a manifest for a rescaled subtask, and the JobManager stores the handle like any other: no
+ * new handle class, which its metadata serializer would reject.
+ */
+public final class TaishanManifest {
+    /** "TSHN" followed by "MF01": distinct from the first bytes of heap and RocksDB snapshots. */
+    public static final long MAGIC = 0x5453484E4D463031L;
+
+    public static final int VERSION = 1;
+
+    private TaishanManifest() {}
+
+    /**
+     * Writes the manifest for every key group of {@code range} and returns the handle. The stream
+     * is registered in {@code registry} while it is written, so that cancelling the checkpoint
+     * closes it.
+     */
+    public static KeyGroupsStateHandle write(
+            CheckpointStateOutputStream out,
+            CloseableRegistry registry,
+            KeyedBackendSerializationProxy<?> metaInfo,
+            KeyGroupRange range,
+            IntFunction<ShardSnapshotRef> refOfKeyGroup)
+            throws IOException {
+        registry.registerCloseable(out);
+        boolean handedOver = false;
+        try {
+            DataOutputView view = new DataOutputViewStreamWrapper(out);
+            view.writeLong(MAGIC);
+            view.writeInt(VERSION);
+            metaInfo.write(view);
+
+            KeyGroupRangeOffsets offsets = new KeyGroupRangeOffsets(range);
+            for (int keyGroup : range) {
+                ShardSnapshotRef ref = refOfKeyGroup.apply(keyGroup);
+                if (ref == null || ref.shard() != keyGroup) {
+                    throw new IllegalStateException(
+                            "no shard snapshot for key group " + keyGroup + ": " + ref);
+                }
+                offsets.setKeyGroupOffset(keyGroup, out.getPos());
+                view.writeInt(keyGroup);
+                view.writeUTF(ref.table());
+                view.writeLong(ref.snapshotId());
+            }
+            if (!registry.unregisterCloseable(out)) {
+                throw new IOException("the manifest stream was closed: checkpoint cancelled");
+            }
+            handedOver = true;
+            StreamStateHandle stream = out.closeAndGetHandle();
+            return new KeyGroupsStateHandle(offsets, stream);
+        } finally {
+            if (!handedOver && registry.unregisterCloseable(out)) {
+                IOUtils.closeQuietly(out);
+            }
+        }
+    }
+
+    /** True when the handle's stream starts with the manifest magic. */
+    public static boolean isManifest(StreamStateHandle handle) throws IOException {
+        try (FSDataInputStream in = handle.openInputStream()) {
+            byte[] head = new byte[Long.BYTES];
+            int read = 0;
+            while (read < head.length) {
+                int n = in.read(head, read, head.length - read);
+                if (n < 0) {
+                    return false;
+                }
+                read += n;
+            }
+            long magic = 0;
+            for (byte b : head) {
+                magic = (magic << 8) | (b & 0xFF);
+            }
+            return magic == MAGIC;
+        }
+    }
+
+    /**
+     * Reads the meta info and the references of the key groups that the handle covers (after {@link
+     * KeyGroupsStateHandle#getIntersection}, only those of the restoring subtask).
+     */
+    public static <K> Contents<K> read(
+            KeyGroupsStateHandle handle,
+            ClassLoader userCodeClassLoader,
+            CloseableRegistry registry)
+            throws IOException {
+        FSDataInputStream in = handle.openInputStream();
+        registry.registerCloseable(in);
+        try {
+            DataInputView view = new DataInputViewStreamWrapper(in);
+            long magic = view.readLong();
+            if (magic != MAGIC) {
+                throw new NotATaishanManifestException(
+                        "The keyed state handle "
+                                + handle.getDelegateStateHandle()
+                                + " is not a Taishan manifest (found 0x"
+                                + Long.toHexString(magic)
+                                + "): it was written by another state backend. Restore it"
+                                + " through a canonical savepoint.");
+            }
+            int version = view.readInt();
+            if (version != VERSION) {
+                throw new IOException(
+                        "Taishan manifest version " + version + " is not supported: " + VERSION);
+            }
+            KeyedBackendSerializationProxy<K> metaInfo =
+                    new KeyedBackendSerializationProxy<>(userCodeClassLoader);
+            metaInfo.read(view);
+
+            Map<Integer, ShardSnapshotRef> refs = new LinkedHashMap<>();
+            for (Tuple2<Integer, Long> keyGroupOffset : handle.getGroupRangeOffsets()) {
+                in.seek(keyGroupOffset.f1);
+                int keyGroup = view.readInt();
+                if (keyGroup != keyGroupOffset.f0) {
+                    throw new IOException(
+                            "corrupt Taishan manifest "
+                                    + handle.getDelegateStateHandle()
+                                    + ": key group "
+                                    + keyGroup
+                                    + " at the offset of key group "
+                                    + keyGroupOffset.f0);
+                }
+                String table = view.readUTF();
+                long snapshotId = view.readLong();
+                refs.put(keyGroup, new ShardSnapshotRef(table, keyGroup, snapshotId));
+            }
+            return new Contents<>(metaInfo, refs);
+        } finally {
+            if (registry.unregisterCloseable(in)) {
+                IOUtils.closeQuietly(in);
+            }
+        }
+    }
+
+    /** What one manifest holds for the key groups read. */
+    public record Contents<K>(
+            KeyedBackendSerializationProxy<K> metaInfo, Map<Integer, ShardSnapshotRef> refs) {}
+}
