@@ -1,0 +1,115 @@
+package io.taishan.benchmarks.kv;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A kv-server in a child JVM on this JVM's classpath, so that its GC, JIT and RocksDB threads are
+ * not billed to the client being measured. It runs {@link BenchKvServerMain}, which prints its
+ * address and stops when its stdin closes, so it cannot outlive the benchmark.
+ */
+final class ChildKvServer implements AutoCloseable {
+    private static final long START_TIMEOUT_SECONDS = 60;
+
+    private final Process process;
+    private final String address;
+
+    private ChildKvServer(Process process, String address) {
+        this.process = process;
+        this.address = address;
+    }
+
+    static ChildKvServer start(Path dataDir, Path log) throws IOException {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process process =
+                new ProcessBuilder(
+                                List.of(
+                                        java,
+                                        "-Xmx1g",
+                                        "-XX:+UseG1GC",
+                                        "-cp",
+                                        System.getProperty("java.class.path"),
+                                        BenchKvServerMain.class.getName(),
+                                        dataDir.toString()))
+                        .redirectError(log.toFile())
+                        .start();
+        try {
+            String address = awaitAddress(process, log);
+            return new ChildKvServer(process, address);
+        } catch (IOException | RuntimeException e) {
+            process.destroyForcibly();
+            throw e;
+        }
+    }
+
+    private static String awaitAddress(Process process, Path log) throws IOException {
+        BufferedReader stdout =
+                new BufferedReader(
+                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_TIMEOUT_SECONDS);
+        String line;
+        while ((line = stdout.readLine()) != null) {
+            if (line.startsWith(BenchKvServerMain.ADDRESS_LINE)) {
+                drainInBackground(stdout);
+                return line.substring(BenchKvServerMain.ADDRESS_LINE.length()).trim();
+            }
+            if (System.nanoTime() > deadline) {
+                break;
+            }
+        }
+        throw new IOException(
+                "the kv-server child JVM did not report its address within "
+                        + START_TIMEOUT_SECONDS
+                        + " s; see "
+                        + log);
+    }
+
+    /** The child must never block on a full stdout pipe. */
+    private static void drainInBackground(BufferedReader stdout) {
+        Thread drain =
+                new Thread(
+                        () -> {
+                            try {
+                                while (stdout.readLine() != null) {
+                                    // discarded: the child's log goes to the log file
+                                }
+                            } catch (IOException ignored) {
+                                // the child is gone
+                            }
+                        },
+                        "kv-server-stdout");
+        drain.setDaemon(true);
+        drain.start();
+    }
+
+    String address() {
+        return address;
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    /** Closing stdin asks for a graceful stop; a child that hangs is killed. */
+    @Override
+    public void close() {
+        try {
+            process.getOutputStream().close();
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (IOException e) {
+            process.destroyForcibly();
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+}
