@@ -10,6 +10,7 @@ import io.taishan.it.harness.ItCluster;
 import io.taishan.it.harness.JobHarness;
 import io.taishan.it.harness.ReferenceRun;
 import io.taishan.it.harness.RunningJob;
+import io.taishan.it.harness.TaishanBackendFixture;
 import io.taishan.it.job.KeyFinalState;
 import java.nio.file.Path;
 import java.util.Map;
@@ -34,7 +35,8 @@ class CrossBackendSavepointITCase {
     @RegisterExtension static final MiniClusterExtension MINI_CLUSTER = ItCluster.extension();
 
     static Stream<BackendUnderTest> targets() {
-        return Stream.of(Backends.hashMap(), Backends.rocksDb());
+        return Backends.selected(
+                Stream.of(Backends.hashMap(), Backends.rocksDb(), TaishanBackendFixture.backend()));
     }
 
     @ParameterizedTest(name = "hashmap -> {0}")
@@ -45,7 +47,7 @@ class CrossBackendSavepointITCase {
             throws Exception {
         Map<Long, KeyFinalState> expected = ReferenceRun.finalStates(cluster, SCHEDULE);
 
-        String savepoint;
+        Runs.Restore savepoint;
         try (BackendFixture hashMap = Backends.hashMap().start(workDir.resolve("hashmap"))) {
             Runs runs =
                     new Runs(new JobHarness(cluster, hashMap, SCHEDULE, workDir.resolve("from")));
@@ -58,7 +60,7 @@ class CrossBackendSavepointITCase {
         try (BackendFixture backend = target.start(workDir.resolve("target"))) {
             Runs runs = new Runs(new JobHarness(cluster, backend, SCHEDULE, workDir.resolve("to")));
             RunningJob job = runs.start(3, savepoint).awaitCompletedCheckpoints(2);
-            String checkpoint = runs.end(job, Runs.Exit.RETAINED_CHECKPOINT);
+            Runs.Restore checkpoint = runs.end(job, Runs.Exit.RETAINED_CHECKPOINT);
             RunningJob last = runs.startToEnd(2, checkpoint);
             Map<Long, KeyFinalState> actual = last.awaitFinalStates();
             runs.finished(last);

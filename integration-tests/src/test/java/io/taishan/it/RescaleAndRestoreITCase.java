@@ -16,6 +16,7 @@ import io.taishan.it.harness.ItCluster;
 import io.taishan.it.harness.JobHarness;
 import io.taishan.it.harness.ReferenceRun;
 import io.taishan.it.harness.RunningJob;
+import io.taishan.it.harness.TaishanBackendFixture;
 import io.taishan.it.job.KeyFinalState;
 import java.nio.file.Path;
 import java.util.Map;
@@ -41,7 +42,8 @@ class RescaleAndRestoreITCase {
     @RegisterExtension static final MiniClusterExtension MINI_CLUSTER = ItCluster.extension();
 
     static Stream<BackendUnderTest> backends() {
-        return Stream.of(Backends.hashMap(), Backends.rocksDb());
+        return Backends.selected(
+                Stream.of(Backends.hashMap(), Backends.rocksDb(), TaishanBackendFixture.backend()));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -58,7 +60,7 @@ class RescaleAndRestoreITCase {
             Runs runs = new Runs(new JobHarness(cluster, backend, SCHEDULE, workDir));
 
             RunningJob job = runs.start(2, null).awaitCompletedCheckpoints(2);
-            String path = runs.end(job, RETAINED_CHECKPOINT);
+            Runs.Restore path = runs.end(job, RETAINED_CHECKPOINT);
             job = runs.start(4, path).awaitCompletedCheckpoints(1).keepRunning(LONG_RUN);
             path = runs.end(job, RETAINED_CHECKPOINT);
             job = runs.start(1, path).awaitCompletedCheckpoints(1);

@@ -14,6 +14,15 @@ public interface BackendFixture extends AutoCloseable {
     /** The class of the keyed state backend that the stateful operator must end up on. */
     String keyedBackendClassName();
 
+    /**
+     * True when restoring a retained checkpoint or native savepoint must move no data: the
+     * scenarios then check, through the backend's metrics, that the restore wrote nothing and took
+     * every shard from a snapshot.
+     */
+    default boolean restoresByMetadata() {
+        return false;
+    }
+
     @Override
     default void close() throws Exception {}
 

@@ -1,5 +1,7 @@
 package io.taishan.it.harness;
 
+import java.util.Set;
+import java.util.stream.Stream;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
@@ -10,7 +12,20 @@ import org.apache.flink.configuration.StateBackendOptions;
  * switches backends and that a canonical savepoint crosses backends.
  */
 public final class Backends {
+    /** Runs only the named parameters (comma-separated), e.g. {@code -Dit.backends=taishan}. */
+    public static final String SELECTION_PROPERTY = "it.backends";
+
     private Backends() {}
+
+    /** The given parameters, or those of them that {@value #SELECTION_PROPERTY} names. */
+    public static Stream<BackendUnderTest> selected(Stream<BackendUnderTest> all) {
+        String selection = System.getProperty(SELECTION_PROPERTY, "").trim();
+        if (selection.isEmpty()) {
+            return all;
+        }
+        Set<String> names = Set.of(selection.split("\\s*,\\s*"));
+        return all.filter(backend -> names.contains(backend.name()));
+    }
 
     public static BackendUnderTest hashMap() {
         return new BackendUnderTest(

@@ -1,14 +1,34 @@
 package io.taishan.it.harness;
 
+import io.taishan.it.job.JobRecorder;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.TaskManagerOptions;
+import org.apache.flink.metrics.Metric;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.runtime.testutils.InMemoryReporter;
 import org.apache.flink.runtime.testutils.MiniClusterResourceConfiguration;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 
-/** The MiniCluster every scenario runs on: one TaskManager, slots for the largest parallelism. */
+/**
+ * The MiniCluster every scenario runs on: one TaskManager, slots for the largest parallelism, and a
+ * metric reporter through which the job reads its keyed backend's metrics ({@link JobRecorder}).
+ */
 public final class ItCluster {
     public static final int SLOTS = 4;
+
+    /**
+     * One per cluster (a closed one holds no metrics). A metric group belongs to one cluster, so
+     * only the reporter of the running cluster knows it.
+     */
+    private static final List<InMemoryReporter> REPORTERS = new CopyOnWriteArrayList<>();
+
+    static {
+        JobRecorder.readMetricsWith(ItCluster::metricsOf);
+    }
 
     private ItCluster() {}
 
@@ -16,11 +36,24 @@ public final class ItCluster {
         Configuration config = new Configuration();
         // RocksDB takes its memory from here; the MiniCluster's default leaves little per slot.
         config.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
+        InMemoryReporter reporter = InMemoryReporter.create();
+        reporter.addToConfiguration(config);
+        REPORTERS.add(reporter);
         return new MiniClusterExtension(
                 new MiniClusterResourceConfiguration.Builder()
                         .setNumberTaskManagers(1)
                         .setNumberSlotsPerTaskManager(SLOTS)
                         .setConfiguration(config)
                         .build());
+    }
+
+    private static Map<String, Metric> metricsOf(MetricGroup group) {
+        for (InMemoryReporter reporter : REPORTERS) {
+            Map<String, Metric> metrics = reporter.getMetricsByGroup(group);
+            if (!metrics.isEmpty()) {
+                return metrics;
+            }
+        }
+        return Map.of();
     }
 }

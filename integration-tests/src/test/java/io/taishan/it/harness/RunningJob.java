@@ -2,6 +2,7 @@ package io.taishan.it.harness;
 
 import io.taishan.it.job.JobRecorder;
 import io.taishan.it.job.KeyFinalState;
+import io.taishan.it.job.OpenedSubtask;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -93,6 +94,34 @@ public final class RunningJob {
                                 + STEP_TIMEOUT
                                 + ", last failure: "
                                 + lastCheckpointFailure(stats));
+            }
+            Thread.sleep(POLL_MILLIS);
+        }
+    }
+
+    /**
+     * Waits until every subtask of the stateful operator has opened, and returns what each saw then
+     * (by subtask index).
+     */
+    public Map<Integer, OpenedSubtask> awaitOpenedSubtasks() throws Exception {
+        long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
+        while (true) {
+            Map<Integer, OpenedSubtask> opened = JobRecorder.openedSubtasks(runId);
+            if (opened.size() >= parallelism) {
+                return opened;
+            }
+            JobStatus status = cluster.getJobStatus(id()).get();
+            if (status.isGloballyTerminalState() || System.nanoTime() > deadline) {
+                throw new AssertionError(
+                        describe()
+                                + " is "
+                                + status
+                                + " with "
+                                + opened.size()
+                                + " of "
+                                + parallelism
+                                + " stateful subtasks opened"
+                                + failureCause());
             }
             Thread.sleep(POLL_MILLIS);
         }

@@ -1,9 +1,15 @@
 package io.taishan.it.job;
 
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Gauge;
+import org.apache.flink.metrics.Metric;
+import org.apache.flink.metrics.MetricGroup;
 
 /**
  * Where the job's operators report to the test. The MiniCluster runs the tasks in the test's JVM
@@ -15,6 +21,14 @@ public final class JobRecorder {
             new ConcurrentHashMap<>();
     private static final Map<String, AtomicLong> DUPLICATE_KEYS = new ConcurrentHashMap<>();
     private static final Map<String, Set<String>> KEYED_BACKENDS = new ConcurrentHashMap<>();
+    private static final Map<String, Map<Integer, OpenedSubtask>> OPENED_SUBTASKS =
+            new ConcurrentHashMap<>();
+
+    /**
+     * A metric group's metrics as the cluster's reporter holds them; see {@link #readMetricsWith}.
+     */
+    private static volatile Function<MetricGroup, Map<String, Metric>> metricReader =
+            group -> Map.of();
 
     private JobRecorder() {}
 
@@ -32,6 +46,42 @@ public final class JobRecorder {
         KEYED_BACKENDS
                 .computeIfAbsent(runId, id -> ConcurrentHashMap.newKeySet())
                 .add(backendClassName);
+    }
+
+    /**
+     * Flink offers no way to read a metric group back: the cluster installs a reader over its
+     * metric reporter, which sees every metric as it is registered.
+     */
+    public static void readMetricsWith(Function<MetricGroup, Map<String, Metric>> reader) {
+        metricReader = reader;
+    }
+
+    static void recordOpened(String runId, int subtask, int keyGroups, MetricGroup operatorGroup) {
+        // addGroup returns the backend's group when it exists (an empty one for other backends).
+        MetricGroup taishan = operatorGroup.addGroup("taishan");
+        Map<String, Long> values = new LinkedHashMap<>();
+        for (String name : OpenedSubtask.TAISHAN_METRICS) {
+            MetricGroup group = taishan;
+            String[] path = name.split("\\.");
+            for (int i = 0; i < path.length - 1; i++) {
+                group = group.addGroup(path[i]);
+            }
+            Metric metric = metricReader.apply(group).get(path[path.length - 1]);
+            if (metric instanceof Counter) {
+                values.put(name, ((Counter) metric).getCount());
+            } else if (metric instanceof Gauge
+                    && ((Gauge<?>) metric).getValue() instanceof Number) {
+                values.put(name, ((Number) ((Gauge<?>) metric).getValue()).longValue());
+            }
+        }
+        OPENED_SUBTASKS
+                .computeIfAbsent(runId, id -> new ConcurrentHashMap<>())
+                .put(subtask, new OpenedSubtask(subtask, keyGroups, Map.copyOf(values)));
+    }
+
+    /** The subtasks of the stateful operator that have opened so far, by index. */
+    public static Map<Integer, OpenedSubtask> openedSubtasks(String runId) {
+        return Map.copyOf(OPENED_SUBTASKS.getOrDefault(runId, Map.of()));
     }
 
     public static Map<Long, KeyFinalState> finalStates(String runId) {

@@ -45,6 +45,12 @@ public final class TaishanBackendFixture implements BackendFixture {
         return KEYED_BACKEND_CLASS;
     }
 
+    /** Its restores clone or roll back remote shard snapshots; only a canonical savepoint loads. */
+    @Override
+    public boolean restoresByMetadata() {
+        return true;
+    }
+
     /** The server's own account of what happened, for failure messages. */
     public String serverOutput() {
         return server.recentOutput();
