@@ -204,6 +204,24 @@ class TaishanKeyedStateBackendTest {
     }
 
     @Test
+    void aReleaseAskedRightBeforeCancelStillReachesTheServer() throws Exception {
+        TaishanKeyedStateBackend<String> backend = create(new JobID(), List.of());
+        String table = backend.tableName();
+        try {
+            update(backend, "a", 1);
+            snapshot(backend, 1, CheckpointType.CHECKPOINT);
+            snapshot(backend, 2, CheckpointType.CHECKPOINT);
+            snapshot(backend, 3, CheckpointType.CHECKPOINT);
+            backend.notifyCheckpointSubsumed(1);
+            backend.notifyCheckpointAborted(3);
+        } finally {
+            // A cancel: the task disposes the backend while the drops are still queued.
+            backend.dispose();
+        }
+        assertThat(snapshotIds(table)).containsOnly(2L);
+    }
+
+    @Test
     void heapTimersStayOutOfTheStoreAndGoToRawKeyedStateInCheckpoints() throws Exception {
         TaishanStateBackend heap =
                 new TaishanStateBackend()
