@@ -20,7 +20,7 @@ import java.util.function.Supplier;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
-import org.apache.flink.metrics.SimpleCounter;
+import org.apache.flink.metrics.ThreadSafeSimpleCounter;
 import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
 
 /**
@@ -65,7 +65,11 @@ final class MeteredKvStore implements KvStore {
             throw e;
         } finally {
             meter.count.inc();
-            meter.latencyMicros.update((System.nanoTime() - start) / 1_000);
+            long micros = (System.nanoTime() - start) / 1_000;
+            // Calls come from the task thread, the restore pool and housekeeping at once.
+            synchronized (meter) {
+                meter.latencyMicros.update(micros);
+            }
         }
     }
 
@@ -192,8 +196,8 @@ final class MeteredKvStore implements KvStore {
     public void close() {}
 
     private static final class Meter {
-        final Counter count = new SimpleCounter();
-        final Counter errors = new SimpleCounter();
+        final Counter count = new ThreadSafeSimpleCounter();
+        final Counter errors = new ThreadSafeSimpleCounter();
         final Histogram latencyMicros = new DescriptiveStatisticsHistogram(1024);
 
         Meter(MetricGroup group) {

@@ -11,6 +11,11 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import javax.annotation.Nullable;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
 import org.apache.flink.core.fs.CloseableRegistry;
@@ -31,6 +36,8 @@ import org.apache.flink.util.StateMigrationException;
  * epoch, which fences any zombie attempt.
  */
 final class TaishanRestoreOperation<K> {
+    private static final int PARALLEL_SHARD_CALLS = 8;
+
     private final Collection<KeyedStateHandle> handles;
     private final KeyGroupRange keyGroupRange;
     private final StateSerializerProvider<K> keySerializerProvider;
@@ -127,29 +134,65 @@ final class TaishanRestoreOperation<K> {
             boolean newTable,
             KeyGroupRange range,
             Map<Integer, ShardSnapshotRef> refs,
-            List<Integer> unrestored) {
+            List<Integer> unrestored)
+            throws Exception {
         ShardLease[] leases = new ShardLease[range.getNumberOfKeyGroups()];
-        for (int keyGroup : range) {
-            ShardSnapshotRef ref = refs.get(keyGroup);
-            ShardLease lease;
-            if (ref == null) {
-                lease = store.openShard(table, keyGroup);
-                unrestored.add(keyGroup);
-            } else if (ref.table().equals(table)) {
-                lease = store.restore(table, keyGroup, ref.snapshotId());
-            } else {
-                lease = store.cloneShard(ref.table(), keyGroup, ref.snapshotId(), table);
+        // Each shard costs a few round trips and an fsync on the server; a subtask owning many
+        // key groups (low parallelism) would otherwise restore for seconds, one shard at a time.
+        int threads = Math.min(PARALLEL_SHARD_CALLS, leases.length);
+        ExecutorService executor =
+                Executors.newFixedThreadPool(
+                        Math.max(1, threads),
+                        runnable -> {
+                            Thread thread = new Thread(runnable, "taishan-restore-" + table);
+                            thread.setDaemon(true);
+                            return thread;
+                        });
+        try {
+            List<CompletableFuture<Void>> calls = new ArrayList<>(leases.length);
+            for (int keyGroup : range) {
+                ShardSnapshotRef ref = refs.get(keyGroup);
+                if (ref == null) {
+                    unrestored.add(keyGroup);
+                }
+                calls.add(
+                        CompletableFuture.runAsync(
+                                () ->
+                                        leases[keyGroup - range.getStartKeyGroup()] =
+                                                takeShard(store, table, newTable, keyGroup, ref),
+                                executor));
             }
-            leases[keyGroup - range.getStartKeyGroup()] = lease;
-            if (!newTable) {
-                long keepUpTo =
-                        ref != null && ref.table().equals(table)
-                                ? ref.snapshotId()
-                                : Long.MIN_VALUE;
-                dropSnapshotsAbove(store, table, keyGroup, keepUpTo);
+            try {
+                CompletableFuture.allOf(calls.toArray(new CompletableFuture[0])).get();
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
             }
+        } finally {
+            executor.shutdownNow();
         }
         return leases;
+    }
+
+    private static ShardLease takeShard(
+            KvStore store,
+            String table,
+            boolean newTable,
+            int keyGroup,
+            @Nullable ShardSnapshotRef ref) {
+        ShardLease lease;
+        if (ref == null) {
+            lease = store.openShard(table, keyGroup);
+        } else if (ref.table().equals(table)) {
+            lease = store.restore(table, keyGroup, ref.snapshotId());
+        } else {
+            lease = store.cloneShard(ref.table(), keyGroup, ref.snapshotId(), table);
+        }
+        if (!newTable) {
+            long keepUpTo =
+                    ref != null && ref.table().equals(table) ? ref.snapshotId() : Long.MIN_VALUE;
+            dropSnapshotsAbove(store, table, keyGroup, keepUpTo);
+        }
+        return lease;
     }
 
     private static void dropSnapshotsAbove(KvStore store, String table, int shard, long keepUpTo) {

@@ -3,20 +3,20 @@ package io.taishan.backend;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
-import org.apache.flink.metrics.SimpleCounter;
+import org.apache.flink.metrics.ThreadSafeSimpleCounter;
 import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
 
 /** What the write queue reports under the operator's {@code taishan} metric group. */
 final class WriteQueueMetrics {
     private static final int HISTOGRAM_WINDOW = 1024;
 
-    private final Counter batches = new SimpleCounter();
-    private final Counter ops = new SimpleCounter();
+    private final Counter batches = new ThreadSafeSimpleCounter();
+    private final Counter ops = new ThreadSafeSimpleCounter();
     private final Histogram batchOps = new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW);
     private final Histogram batchBytes = new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW);
     private final Histogram flushLatencyMicros =
             new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW);
-    private final Counter backPressureMicros = new SimpleCounter();
+    private final Counter backPressureMicros = new ThreadSafeSimpleCounter();
 
     static WriteQueueMetrics unregistered() {
         return new WriteQueueMetrics();
