@@ -12,9 +12,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * A kv-server in a child JVM on this JVM's classpath, so that its GC, JIT and RocksDB threads are
  * not billed to the client being measured. It runs {@link BenchKvServerMain}, which prints its
- * address and stops when its stdin closes, so it cannot outlive the benchmark.
+ * address and stops when its stdin closes, so it cannot outlive the benchmark. Shared by the kv
+ * service benchmark and the state backend benchmark ({@code io.taishan.benchmarks.state}).
  */
-final class ChildKvServer implements AutoCloseable {
+public final class ChildKvServer implements AutoCloseable {
     private static final long START_TIMEOUT_SECONDS = 60;
 
     private final Process process;
@@ -25,7 +26,7 @@ final class ChildKvServer implements AutoCloseable {
         this.address = address;
     }
 
-    static ChildKvServer start(Path dataDir, Path log) throws IOException {
+    public static ChildKvServer start(Path dataDir, Path log) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process process =
                 new ProcessBuilder(
@@ -88,11 +89,11 @@ final class ChildKvServer implements AutoCloseable {
         drain.start();
     }
 
-    String address() {
+    public String address() {
         return address;
     }
 
-    long pid() {
+    public long pid() {
         return process.pid();
     }
 
