@@ -206,6 +206,7 @@ public final class KvServer implements AutoCloseable {
             grpcServer.shutdownNow();
             Thread.currentThread().interrupt();
         }
+        service.close();
         storage.close();
         LOG.info("kv-server {} stopped", address);
     }

@@ -64,6 +64,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -80,6 +87,20 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     private final RequestLimits limits;
     private final String version;
     private final long startedAtMillis = System.currentTimeMillis();
+    private final ExecutorService shardPool =
+            Executors.newFixedThreadPool(
+                    Math.max(4, 2 * Runtime.getRuntime().availableProcessors()),
+                    new ThreadFactory() {
+                        private final AtomicInteger count = new AtomicInteger();
+
+                        @Override
+                        public Thread newThread(Runnable runnable) {
+                            Thread thread =
+                                    new Thread(runnable, "kv-shard-" + count.incrementAndGet());
+                            thread.setDaemon(true);
+                            return thread;
+                        }
+                    });
     private volatile boolean shuttingDown;
 
     public KvServiceImpl(
@@ -88,6 +109,60 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         this.cluster = cluster;
         this.limits = new RequestLimits(limits);
         this.version = version;
+    }
+
+    /**
+     * Runs {@code work} for shards {@code 0..count-1} of a request, on the shard pool when there
+     * are several: each shard is its own RocksDB instance, files and lock, and a checkpoint's
+     * marker batch over many shards is bound by flushes and fsyncs that can overlap. Returns once
+     * every shard is done (the caller then releases the shards' locks), failing with the first
+     * failure.
+     */
+    private <T> List<T> acrossShards(int count, IntFunction<T> work) {
+        List<T> results = new ArrayList<>(count);
+        if (count == 1) {
+            results.add(work.apply(0));
+            return results;
+        }
+        List<Future<T>> futures = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            int shard = i;
+            futures.add(shardPool.submit(() -> work.apply(shard)));
+        }
+        RuntimeException failure = null;
+        boolean interrupted = false;
+        for (Future<T> future : futures) {
+            while (true) {
+                try {
+                    results.add(future.get());
+                    break;
+                } catch (InterruptedException e) {
+                    // The locks are released only after every shard finished: keep waiting.
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    results.add(null);
+                    if (failure == null) {
+                        failure =
+                                e.getCause() instanceof RuntimeException
+                                        ? (RuntimeException) e.getCause()
+                                        : new IllegalStateException(e.getCause());
+                    }
+                    break;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return results;
+    }
+
+    /** Stops the shard pool; after the gRPC server has terminated. */
+    public void close() {
+        shardPool.shutdown();
     }
 
     /** From now on every call but Health fails with SHUTTING_DOWN. */
@@ -354,9 +429,13 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                         for (ShardWrite w : byShard.values()) {
                             sessions.add(table.shard(w.getShard()).beginWrite(w.getEpoch()));
                         }
-                        int i = 0;
-                        for (ShardWrite w : byShard.values()) {
-                            taken.put(w.getShard(), sessions.get(i++).apply(w.getOpsList()));
+                        List<ShardWrite> writes = new ArrayList<>(byShard.values());
+                        List<List<SnapshotMeta>> results =
+                                acrossShards(
+                                        writes.size(),
+                                        i -> sessions.get(i).apply(writes.get(i).getOpsList()));
+                        for (int i = 0; i < writes.size(); i++) {
+                            taken.put(writes.get(i).getShard(), results.get(i));
                         }
                     } finally {
                         for (ShardStore.WriteSession s : sessions) {
@@ -451,13 +530,17 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                         for (ShardRef ref : byShard.values()) {
                             sessions.add(table.shard(ref.getShard()).beginWrite(ref.getEpoch()));
                         }
-                        int i = 0;
-                        for (ShardRef ref : byShard.values()) {
-                            taken.put(
-                                    ref.getShard(),
-                                    sessions.get(i++)
-                                            .snapshot(
-                                                    request.getSnapshotId(), request.getPinned()));
+                        List<ShardRef> refs = new ArrayList<>(byShard.values());
+                        List<SnapshotMeta> results =
+                                acrossShards(
+                                        refs.size(),
+                                        i ->
+                                                sessions.get(i)
+                                                        .snapshot(
+                                                                request.getSnapshotId(),
+                                                                request.getPinned()));
+                        for (int i = 0; i < refs.size(); i++) {
+                            taken.put(refs.get(i).getShard(), results.get(i));
                         }
                     } finally {
                         for (ShardStore.WriteSession s : sessions) {
