@@ -1,0 +1,129 @@
+package io.taishan.kv.server.admin;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import javax.annotation.Nullable;
+
+/**
+ * The parsed command line. Options may stand anywhere among the operands, as operators type them
+ * after the fact ({@code drop-table t --yes}).
+ */
+record AdminArgs(
+        String addresses,
+        Duration timeout,
+        AdminCommand command,
+        List<String> operands,
+        @Nullable Integer shard,
+        boolean yes) {
+
+    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    /** The arguments, or null when help was asked for. */
+    @Nullable
+    static AdminArgs parse(String[] args) {
+        String addresses = null;
+        Duration timeout = DEFAULT_TIMEOUT;
+        Integer shard = null;
+        boolean yes = false;
+        List<String> positional = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            switch (arg) {
+                case "-h", "--help", "help" -> {
+                    return null;
+                }
+                case "--address" -> addresses = value(args, ++i, arg);
+                case "--timeout-ms" ->
+                        timeout = Duration.ofMillis(positive(value(args, ++i, arg), arg));
+                case "--shard" -> shard = nonNegativeInt(value(args, ++i, arg), "--shard");
+                case "--yes" -> yes = true;
+                default -> {
+                    if (arg.startsWith("-")) {
+                        throw new AdminUsageException("unknown option '" + arg + "'");
+                    }
+                    positional.add(arg);
+                }
+            }
+        }
+        if (addresses == null) {
+            throw new AdminUsageException("--address host:port[,host:port] is required");
+        }
+        if (positional.isEmpty()) {
+            throw new AdminUsageException("no command given");
+        }
+        AdminCommand command =
+                AdminCommand.of(positional.get(0))
+                        .orElseThrow(
+                                () ->
+                                        new AdminUsageException(
+                                                "unknown command '" + positional.get(0) + "'"));
+        List<String> operands = List.copyOf(positional.subList(1, positional.size()));
+        if (operands.size() != command.operands().size()) {
+            throw new AdminUsageException("usage: " + command.synopsis());
+        }
+        if (shard != null && command != AdminCommand.SNAPSHOTS) {
+            throw new AdminUsageException("--shard only applies to snapshots");
+        }
+        if (yes && !command.drops()) {
+            throw new AdminUsageException("--yes only applies to the drop commands");
+        }
+        AdminArgs parsed = new AdminArgs(addresses, timeout, command, operands, shard, yes);
+        // Checked now so that a typo fails before anything connects.
+        if (command.operands().contains("shard")) {
+            parsed.shardOperand();
+        }
+        if (command.operands().contains("id")) {
+            parsed.snapshotId();
+        }
+        return parsed;
+    }
+
+    String table() {
+        return operands.get(command.operands().indexOf("table"));
+    }
+
+    int shardOperand() {
+        return nonNegativeInt(operands.get(command.operands().indexOf("shard")), "shard");
+    }
+
+    long snapshotId() {
+        String text = operands.get(command.operands().indexOf("id"));
+        try {
+            return Long.parseLong(text);
+        } catch (NumberFormatException e) {
+            throw new AdminUsageException("bad snapshot id '" + text + "': expected a number");
+        }
+    }
+
+    private static String value(String[] args, int i, String flag) {
+        if (i >= args.length || args[i].startsWith("--")) {
+            throw new AdminUsageException(flag + " needs a value");
+        }
+        return args[i];
+    }
+
+    private static long positive(String text, String what) {
+        try {
+            long value = Long.parseLong(text);
+            if (value <= 0) {
+                throw new NumberFormatException();
+            }
+            return value;
+        } catch (NumberFormatException e) {
+            throw new AdminUsageException("bad " + what + " '" + text + "': expected > 0");
+        }
+    }
+
+    private static int nonNegativeInt(String text, String what) {
+        try {
+            int value = Integer.parseInt(text);
+            if (value < 0) {
+                throw new NumberFormatException();
+            }
+            return value;
+        } catch (NumberFormatException e) {
+            throw new AdminUsageException("bad " + what + " '" + text + "': expected >= 0");
+        }
+    }
+}

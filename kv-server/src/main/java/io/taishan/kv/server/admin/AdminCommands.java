@@ -1,0 +1,300 @@
+package io.taishan.kv.server.admin;
+
+import io.taishan.kv.client.GrpcKvStore;
+import io.taishan.kv.client.NodeHealth;
+import io.taishan.kv.client.ShardMap;
+import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TableInfo;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import javax.annotation.Nullable;
+
+/**
+ * The commands, each through the public client API only. Each returns its exit code; what cannot be
+ * done is thrown as {@link AdminException}.
+ */
+final class AdminCommands {
+    static final int EXIT_OK = 0;
+    static final int EXIT_FAILED = 1;
+    static final int EXIT_NOT_CONFIRMED = 3;
+
+    private final GrpcKvStore kv;
+    private final PrintStream out;
+
+    AdminCommands(GrpcKvStore kv, PrintStream out) {
+        this.kv = kv;
+        this.out = out;
+    }
+
+    int run(AdminArgs args) {
+        return switch (args.command()) {
+            case HEALTH -> health();
+            case TABLES -> tables();
+            case DESCRIBE -> describe(args.table());
+            case SNAPSHOTS -> snapshots(args.table(), args.shard());
+            case DROP_SNAPSHOT ->
+                    dropSnapshot(args.table(), args.shardOperand(), args.snapshotId(), args.yes());
+            case DROP_SNAPSHOTS_BELOW ->
+                    dropSnapshotsBelow(args.table(), args.snapshotId(), args.yes());
+            case DROP_TABLE -> dropTable(args.table(), args.yes());
+        };
+    }
+
+    /** Exits 1 when some node is not serving, so that scripts can use it as a probe. */
+    int health() {
+        List<NodeHealth> nodes = kv.health();
+        TextTable table =
+                new TextTable(
+                        "node",
+                        "address",
+                        "status",
+                        ">tables",
+                        ">open shards",
+                        "uptime",
+                        "version");
+        boolean allServing = true;
+        for (NodeHealth node : nodes) {
+            allServing &= node.isServing();
+            table.row(
+                    node.nodeIndex(),
+                    node.address(),
+                    node.status(),
+                    node.tables(),
+                    node.openShards(),
+                    node.isServing() ? Formats.duration(node.uptimeMillis()) : "-",
+                    node.version().isEmpty() ? "-" : node.version());
+        }
+        table.print(out);
+        return allServing ? EXIT_OK : EXIT_FAILED;
+    }
+
+    int tables() {
+        List<TableInfo> tables = new ArrayList<>(kv.listTables());
+        tables.sort(Comparator.comparing(TableInfo::name));
+        TextTable table =
+                new TextTable(
+                        "table", ">shards", "created", ">snapshots", ">pinned", ">snapshot size");
+        for (TableInfo info : tables) {
+            SnapshotTotals totals = SnapshotTotals.of(kv.listSnapshots(info.name()));
+            table.row(
+                    info.name(),
+                    info.shardCount(),
+                    Formats.instant(info.createdAtMillis()),
+                    totals.count(),
+                    totals.pinned(),
+                    Formats.size(totals.bytes()));
+        }
+        table.print(out);
+        out.println(tables.size() + " table(s)");
+        return EXIT_OK;
+    }
+
+    int describe(String name) {
+        TableInfo info = table(name);
+        List<SnapshotInfo> snapshots = kv.listSnapshots(name);
+        List<String> nodes = kv.nodeAddresses();
+        out.println("table    " + info.name());
+        out.println("shards   " + info.shardCount());
+        out.println("created  " + Formats.instant(info.createdAtMillis()));
+        out.println();
+        TextTable table =
+                new TextTable(
+                        ">shard",
+                        "node",
+                        ">snapshots",
+                        ">pinned",
+                        ">oldest id",
+                        ">newest id",
+                        ">snapshot size");
+        for (int shard = 0; shard < info.shardCount(); shard++) {
+            int s = shard;
+            SnapshotTotals totals =
+                    SnapshotTotals.of(snapshots.stream().filter(i -> i.shard() == s).toList());
+            table.row(
+                    shard,
+                    nodes.get(ShardMap.nodeOf(shard, info.shardCount(), nodes.size())),
+                    totals.count(),
+                    totals.pinned(),
+                    totals.count() == 0 ? "-" : totals.oldestId(),
+                    totals.count() == 0 ? "-" : totals.newestId(),
+                    Formats.size(totals.bytes()));
+        }
+        table.print(out);
+        SnapshotTotals all = SnapshotTotals.of(snapshots);
+        out.println(
+                all.count()
+                        + " snapshot(s), "
+                        + all.pinned()
+                        + " pinned, "
+                        + Formats.size(all.bytes()));
+        return EXIT_OK;
+    }
+
+    int snapshots(String name, @Nullable Integer onlyShard) {
+        TableInfo info = table(name);
+        List<SnapshotInfo> snapshots;
+        if (onlyShard == null) {
+            snapshots = kv.listSnapshots(name);
+        } else {
+            checkShard(info, onlyShard);
+            snapshots = kv.listSnapshots(name, onlyShard);
+        }
+        List<SnapshotInfo> byId = new ArrayList<>(snapshots);
+        byId.sort(
+                Comparator.comparingLong(SnapshotInfo::snapshotId)
+                        .thenComparingInt(SnapshotInfo::shard));
+        snapshotTable(byId).print(out);
+        out.println();
+        Map<Long, List<SnapshotInfo>> perId = new TreeMap<>();
+        for (SnapshotInfo snapshot : byId) {
+            perId.computeIfAbsent(snapshot.snapshotId(), id -> new ArrayList<>()).add(snapshot);
+        }
+        TextTable summary =
+                new TextTable(">id", ">shards", ">pinned", ">size", ">files", "created");
+        for (Map.Entry<Long, List<SnapshotInfo>> entry : perId.entrySet()) {
+            SnapshotTotals totals = SnapshotTotals.of(entry.getValue());
+            summary.row(
+                    entry.getKey(),
+                    totals.count() + "/" + info.shardCount(),
+                    totals.pinned(),
+                    Formats.size(totals.bytes()),
+                    totals.files(),
+                    Formats.instant(totals.oldestCreatedMillis()));
+        }
+        summary.print(out);
+        out.println(perId.size() + " snapshot id(s), " + snapshots.size() + " shard snapshot(s)");
+        return EXIT_OK;
+    }
+
+    int dropSnapshot(String name, int shard, long id, boolean yes) {
+        TableInfo info = table(name);
+        checkShard(info, shard);
+        SnapshotInfo snapshot =
+                kv.listSnapshots(name, shard).stream()
+                        .filter(s -> s.snapshotId() == id)
+                        .findFirst()
+                        .orElseThrow(
+                                () ->
+                                        new AdminException(
+                                                "no snapshot "
+                                                        + id
+                                                        + " of table '"
+                                                        + name
+                                                        + "' shard "
+                                                        + shard));
+        if (!yes) {
+            out.println("would drop:");
+            snapshotTable(List.of(snapshot)).print(out);
+            return notConfirmed();
+        }
+        if (!kv.dropSnapshot(name, shard, id)) {
+            throw new AdminException(
+                    "snapshot " + id + " of table '" + name + "' shard " + shard + " is gone");
+        }
+        out.println(
+                "dropped snapshot "
+                        + id
+                        + " of table '"
+                        + name
+                        + "' shard "
+                        + shard
+                        + (snapshot.pinned() ? " (pinned)" : ""));
+        return EXIT_OK;
+    }
+
+    int dropSnapshotsBelow(String name, long id, boolean yes) {
+        table(name);
+        List<SnapshotInfo> below =
+                kv.listSnapshots(name).stream().filter(s -> s.snapshotId() < id).toList();
+        List<SnapshotInfo> droppable = below.stream().filter(s -> !s.pinned()).toList();
+        long sparedPinned = below.size() - droppable.size();
+        if (!yes) {
+            out.println("would drop:");
+            snapshotTable(droppable).print(out);
+            out.println(
+                    droppable.size()
+                            + " snapshot(s) below "
+                            + id
+                            + " would be dropped, "
+                            + Formats.size(SnapshotTotals.of(droppable).bytes())
+                            + "; "
+                            + sparedPinned
+                            + " pinned spared");
+            return notConfirmed();
+        }
+        int dropped = kv.dropSnapshotsBelow(name, id);
+        out.println(
+                "dropped "
+                        + dropped
+                        + " snapshot(s) of table '"
+                        + name
+                        + "' below "
+                        + id
+                        + "; "
+                        + sparedPinned
+                        + " pinned spared");
+        return EXIT_OK;
+    }
+
+    int dropTable(String name, boolean yes) {
+        TableInfo info = table(name);
+        if (!yes) {
+            SnapshotTotals totals = SnapshotTotals.of(kv.listSnapshots(name));
+            out.println(
+                    "would drop table '"
+                            + name
+                            + "': "
+                            + info.shardCount()
+                            + " shard(s), "
+                            + totals.count()
+                            + " snapshot(s) ("
+                            + totals.pinned()
+                            + " pinned), "
+                            + Formats.size(totals.bytes()));
+            return notConfirmed();
+        }
+        kv.dropTable(name);
+        out.println("dropped table '" + name + "'");
+        return EXIT_OK;
+    }
+
+    private int notConfirmed() {
+        out.println("nothing dropped: add --yes to drop");
+        return EXIT_NOT_CONFIRMED;
+    }
+
+    private TableInfo table(String name) {
+        return kv.describeTable(name)
+                .orElseThrow(() -> new AdminException("unknown table '" + name + "'"));
+    }
+
+    private static void checkShard(TableInfo info, int shard) {
+        if (shard >= info.shardCount()) {
+            throw new AdminException(
+                    "table '"
+                            + info.name()
+                            + "' has shards 0.."
+                            + (info.shardCount() - 1)
+                            + ", not "
+                            + shard);
+        }
+    }
+
+    private static TextTable snapshotTable(List<SnapshotInfo> snapshots) {
+        TextTable table = new TextTable(">id", ">shard", "pinned", ">size", ">files", "created");
+        for (SnapshotInfo snapshot : snapshots) {
+            table.row(
+                    snapshot.snapshotId(),
+                    snapshot.shard(),
+                    snapshot.pinned() ? "yes" : "no",
+                    Formats.size(snapshot.sizeBytes()),
+                    snapshot.fileCount(),
+                    Formats.instant(snapshot.createdAtMillis()));
+        }
+        return table;
+    }
+}

@@ -1,0 +1,99 @@
+package io.taishan.kv.server.admin;
+
+import io.taishan.kv.client.GrpcKvStore;
+import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvUnavailableException;
+import java.io.PrintStream;
+
+/**
+ * {@code taishan-kv-admin --address host:port[,host:port] <command>}: what an operator needs to see
+ * and clean up on a kv-server cluster, chiefly the pinned snapshots of native savepoints (Flink
+ * never tells a backend a savepoint was disposed) and the tables of finished jobs.
+ *
+ * <p>Tables go to stdout. A failure is one line on stderr with exit code 1 (including a node that
+ * is not serving, for {@code health}), a bad command line exits 2, and a drop command without
+ * {@code --yes} prints what it would drop and exits 3.
+ */
+public final class KvAdminMain {
+    static final int EXIT_USAGE = 2;
+
+    private static final String NAME = "taishan-kv-admin";
+
+    private KvAdminMain() {}
+
+    public static void main(String[] args) {
+        if (System.getProperty("log4j.configurationFile") == null
+                && System.getProperty("log4j2.configurationFile") == null) {
+            System.setProperty(
+                    "log4j2.configurationFile", "io/taishan/kv/server/admin/kv-admin-log4j2.xml");
+        }
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** Runs one command; returns the exit code. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        AdminArgs parsed;
+        KvClientConfig config;
+        try {
+            parsed = AdminArgs.parse(args);
+            if (parsed == null) {
+                out.print(usage());
+                return AdminCommands.EXIT_OK;
+            }
+            config = clientConfig(parsed);
+        } catch (AdminUsageException | IllegalArgumentException e) {
+            err.println(NAME + ": " + e.getMessage());
+            err.print(usage());
+            return EXIT_USAGE;
+        }
+        GrpcKvStore kv;
+        try {
+            kv = GrpcKvStore.connect(config);
+        } catch (KvException e) {
+            err.println(NAME + ": cannot reach " + parsed.addresses() + ": " + oneLine(e));
+            return AdminCommands.EXIT_FAILED;
+        }
+        try (kv) {
+            return new AdminCommands(kv, out).run(parsed);
+        } catch (AdminException e) {
+            err.println(NAME + ": " + e.getMessage());
+        } catch (KvUnavailableException e) {
+            err.println(NAME + ": kv-server unavailable: " + oneLine(e));
+        } catch (KvException e) {
+            err.println(NAME + ": " + oneLine(e));
+        } finally {
+            out.flush();
+        }
+        return AdminCommands.EXIT_FAILED;
+    }
+
+    /**
+     * One attempt more than none: an admin command is run by hand, so a dead address should be
+     * reported within about two timeouts rather than after the client's default back-off.
+     */
+    private static KvClientConfig clientConfig(AdminArgs args) {
+        return KvClientConfig.forAddresses(args.addresses())
+                .requestTimeout(args.timeout())
+                .maxAttempts(2)
+                .build();
+    }
+
+    private static String oneLine(Exception e) {
+        String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+        return message.replaceAll("\\s*\\R\\s*", " ");
+    }
+
+    static String usage() {
+        StringBuilder text = new StringBuilder();
+        text.append("usage: ")
+                .append(NAME)
+                .append(" --address host:port[,host:port] [--timeout-ms N] <command>\n")
+                .append("commands:\n");
+        for (AdminCommand command : AdminCommand.values()) {
+            text.append("  ").append(command.synopsis()).append('\n');
+        }
+        text.append("drop commands without --yes print what they would drop and exit 3\n");
+        return text.toString();
+    }
+}
