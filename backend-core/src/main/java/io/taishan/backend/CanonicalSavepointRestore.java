@@ -1,15 +1,27 @@
 package io.taishan.backend;
 
 import io.taishan.kv.client.ShardLease;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import javax.annotation.Nullable;
+import org.apache.flink.core.memory.DataInputDeserializer;
+import org.apache.flink.runtime.state.CompositeKeySerializationUtils;
+import org.apache.flink.runtime.state.HeapPriorityQueuesManager;
+import org.apache.flink.runtime.state.KeyExtractorFunction;
 import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.Keyed;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.PriorityComparable;
+import org.apache.flink.runtime.state.RegisteredPriorityQueueStateBackendMetaInfo;
 import org.apache.flink.runtime.state.StateSerializerProvider;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.restore.FullSnapshotRestoreOperation;
 import org.apache.flink.runtime.state.restore.KeyGroup;
@@ -22,14 +34,18 @@ import org.apache.flink.util.FlinkRuntimeException;
  * Loads a canonical savepoint, written by any backend (HashMap, RocksDB, Taishan), into the
  * subtask's shards through the write queue: the one restore that moves data. Entries are RocksDB's
  * bytes already; each gets its state's id in front. Priority-queue elements are keys with an empty
- * value.
+ * value; with HEAP timers they go to the heap queues instead, as in Flink's {@code
+ * RocksDBHeapTimersFullRestoreOperation}.
  */
 final class CanonicalSavepointRestore {
     private static final byte[] EMPTY = {};
 
     private CanonicalSavepointRestore() {}
 
-    /** Writes every entry of the owned key groups and returns the state meta info found. */
+    /**
+     * Writes every entry of the owned key groups and returns the meta info of the states now in the
+     * store (with {@code heapTimers}, the queues are registered there and not returned).
+     */
     static <K> List<StateMetaInfoSnapshot> restore(
             Collection<KeyedStateHandle> handles,
             KeyGroupRange keyGroupRange,
@@ -37,7 +53,7 @@ final class CanonicalSavepointRestore {
             StateSerializerProvider<K> keySerializerProvider,
             WriteBatchQueue writes,
             ShardLease[] leases,
-            boolean heapTimers)
+            @Nullable HeapTimers heapTimers)
             throws Exception {
         Map<String, StateMetaInfoSnapshot> metaInfo = new LinkedHashMap<>();
         Map<Integer, String> namesById = new HashMap<>();
@@ -50,16 +66,16 @@ final class CanonicalSavepointRestore {
             List<StateMetaInfoSnapshot> states = result.getStateMetaInfoSnapshots();
             byte[][] stateIds = new byte[states.size()][];
             boolean[] isQueue = new boolean[states.size()];
+            HeapPriorityQueueSnapshotRestoreWrapper<?>[] heapQueues =
+                    new HeapPriorityQueueSnapshotRestoreWrapper<?>[states.size()];
             for (int i = 0; i < states.size(); i++) {
                 StateMetaInfoSnapshot state = states.get(i);
                 isQueue[i] =
                         state.getBackendStateType()
                                 == StateMetaInfoSnapshot.BackendStateType.PRIORITY_QUEUE;
-                if (isQueue[i] && heapTimers) {
-                    throw new UnsupportedOperationException(
-                            "Restoring timers from a canonical savepoint with"
-                                    + " taishan.timer-service: HEAP is not implemented; use"
-                                    + " REMOTE timers.");
+                if (isQueue[i] && heapTimers != null) {
+                    heapQueues[i] = heapTimers.queueFor(state);
+                    continue;
                 }
                 int stateId = StateKeys.stateId(state.getName());
                 String holder = namesById.putIfAbsent(stateId, state.getName());
@@ -84,6 +100,10 @@ final class CanonicalSavepointRestore {
                         while (entries.hasNext()) {
                             KeyGroupEntry entry = entries.next();
                             int state = entry.getKvStateId();
+                            if (heapQueues[state] != null) {
+                                heapTimers.add(heapQueues[state], entry.getKey());
+                                continue;
+                            }
                             writes.put(
                                     lease,
                                     StateKeys.storeKey(stateIds[state], entry.getKey()),
@@ -95,5 +115,66 @@ final class CanonicalSavepointRestore {
         }
         writes.flushAndWait();
         return new ArrayList<>(metaInfo.values());
+    }
+
+    /** The heap timer queues of a backend with HEAP timers, filled from the savepoint. */
+    static final class HeapTimers {
+        private final HeapPriorityQueuesManager manager;
+        private final HeapPriorityQueueSetFactory factory;
+        private final KeyGroupRange keyGroupRange;
+        private final int numberOfKeyGroups;
+        private final int keyGroupPrefixBytes;
+        private final DataInputDeserializer elementBytes = new DataInputDeserializer();
+
+        HeapTimers(
+                HeapPriorityQueuesManager manager,
+                HeapPriorityQueueSetFactory factory,
+                KeyGroupRange keyGroupRange,
+                int numberOfKeyGroups) {
+            this.manager = manager;
+            this.factory = factory;
+            this.keyGroupRange = keyGroupRange;
+            this.numberOfKeyGroups = numberOfKeyGroups;
+            this.keyGroupPrefixBytes =
+                    CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix(
+                            numberOfKeyGroups);
+        }
+
+        /**
+         * The queue of a restored PRIORITY_QUEUE state, created with the savepoint's serializer;
+         * the operator's own serializer is checked against it when it asks for the queue.
+         */
+        HeapPriorityQueueSnapshotRestoreWrapper<?> queueFor(StateMetaInfoSnapshot state) {
+            return manager.getRegisteredPQStates()
+                    .computeIfAbsent(
+                            state.getName(),
+                            name ->
+                                    create(
+                                            new RegisteredPriorityQueueStateBackendMetaInfo<>(
+                                                    state)));
+        }
+
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        private <T extends HeapPriorityQueueElement & PriorityComparable<? super T> & Keyed<?>>
+                HeapPriorityQueueSnapshotRestoreWrapper<T> create(
+                        RegisteredPriorityQueueStateBackendMetaInfo metaInfo) {
+            return new HeapPriorityQueueSnapshotRestoreWrapper<>(
+                    factory.create(metaInfo.getName(), metaInfo.getElementSerializer()),
+                    metaInfo,
+                    KeyExtractorFunction.forKeyedObjects(),
+                    keyGroupRange,
+                    numberOfKeyGroups);
+        }
+
+        /** Adds the element of a savepoint key, {@code [key group][element]}. */
+        @SuppressWarnings("unchecked")
+        void add(HeapPriorityQueueSnapshotRestoreWrapper<?> queue, byte[] key) throws IOException {
+            HeapPriorityQueueSnapshotRestoreWrapper<HeapPriorityQueueElement> typed =
+                    (HeapPriorityQueueSnapshotRestoreWrapper<HeapPriorityQueueElement>) queue;
+            elementBytes.setBuffer(key);
+            elementBytes.skipBytesToRead(keyGroupPrefixBytes);
+            typed.getPriorityQueue()
+                    .add(typed.getMetaInfo().getElementSerializer().deserialize(elementBytes));
+        }
     }
 }

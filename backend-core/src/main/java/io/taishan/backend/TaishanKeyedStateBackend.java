@@ -63,6 +63,8 @@ import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StateSnapshotTransformer.StateSnapshotTransformFactory;
 import org.apache.flink.runtime.state.StreamCompressionDecorator;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
+import org.apache.flink.runtime.state.heap.HeapPriorityQueueStateSnapshot;
 import org.apache.flink.runtime.state.heap.KeyGroupPartitionedPriorityQueue;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
@@ -765,11 +767,6 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
     @Nonnull
     @Override
     public SavepointResources<K> savepoint() {
-        if (heapTimers != null) {
-            throw new UnsupportedOperationException(
-                    "Canonical savepoints with taishan.timer-service: HEAP are not implemented;"
-                            + " use REMOTE timers or a native savepoint.");
-        }
         writes.flushAndWait();
         List<StateMetaInfoSnapshot> metaInfo = new ArrayList<>(states.size());
         int[] stateIds = new int[states.size()];
@@ -778,12 +775,21 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
             metaInfo.add(info.metaInfo.snapshot());
             stateIds[i++] = info.stateId;
         }
+        List<HeapPriorityQueueStateSnapshot<?>> heapQueues = new ArrayList<>();
+        if (heapTimers != null) {
+            for (HeapPriorityQueueSnapshotRestoreWrapper<?> queue :
+                    heapTimers.getRegisteredPQStates().values()) {
+                metaInfo.add(queue.getMetaInfo().snapshot());
+                heapQueues.add(queue.stateSnapshot());
+            }
+        }
         return new SavepointResources<>(
                 new TaishanFullSnapshotResources<>(
                         store,
                         leases(),
                         metaInfo,
                         stateIds,
+                        heapQueues,
                         keyGroupPrefixBytes,
                         keyGroupRange,
                         keySerializer,

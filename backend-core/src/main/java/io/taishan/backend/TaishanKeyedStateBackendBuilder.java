@@ -124,6 +124,16 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             StateKeys.END_OF_ALL_STATES);
                 }
             }
+            HeapPriorityQueueSetFactory heapQueueFactory =
+                    new HeapPriorityQueueSetFactory(keyGroupRange, numberOfKeyGroups, 128);
+            HeapPriorityQueuesManager heapTimers =
+                    timerService == TaishanOptions.TimerServiceType.REMOTE
+                            ? null
+                            : new HeapPriorityQueuesManager(
+                                    new HashMap<>(),
+                                    heapQueueFactory,
+                                    keyGroupRange,
+                                    numberOfKeyGroups);
             List<StateMetaInfoSnapshot> restoredStates = manifests.metaInfo();
             if (canonical) {
                 restoredStates =
@@ -134,20 +144,17 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                                 keySerializerProvider,
                                 writes,
                                 leases,
-                                timerService == TaishanOptions.TimerServiceType.HEAP);
+                                heapTimers == null
+                                        ? null
+                                        : new CanonicalSavepointRestore.HeapTimers(
+                                                heapTimers,
+                                                heapQueueFactory,
+                                                keyGroupRange,
+                                                numberOfKeyGroups));
             }
             BackendMetrics metrics = BackendMetrics.register(taishanGroup);
             InternalKeyContextImpl<K> keyContext =
                     new InternalKeyContextImpl<>(keyGroupRange, numberOfKeyGroups);
-            HeapPriorityQueuesManager heapTimers =
-                    timerService == TaishanOptions.TimerServiceType.REMOTE
-                            ? null
-                            : new HeapPriorityQueuesManager(
-                                    new HashMap<>(),
-                                    new HeapPriorityQueueSetFactory(
-                                            keyGroupRange, numberOfKeyGroups, 128),
-                                    keyGroupRange,
-                                    numberOfKeyGroups);
             TaishanKeyedStateBackend<K> backend =
                     new TaishanKeyedStateBackend<>(
                             kvStateRegistry,

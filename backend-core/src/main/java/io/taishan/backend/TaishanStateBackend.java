@@ -147,10 +147,8 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
 
     @Override
     public boolean supportsSavepointFormat(SavepointFormatType formatType) {
-        // Canonical savepoints need REMOTE timers (see TaishanKeyedStateBackend#savepoint).
         return formatType == SavepointFormatType.NATIVE
-                || settings.get(TaishanOptions.TIMER_SERVICE)
-                        == TaishanOptions.TimerServiceType.REMOTE;
+                || formatType == SavepointFormatType.CANONICAL;
     }
 
     @Override

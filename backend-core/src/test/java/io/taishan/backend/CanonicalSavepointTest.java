@@ -47,7 +47,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Canonical savepoints both ways between Taishan and Flink's HashMap backend (the migration path
- * onto and off Taishan), with value, list and map state and REMOTE timers, and a rescale.
+ * onto and off Taishan), with value, list and map state and REMOTE or HEAP timers, and rescales.
  */
 class CanonicalSavepointTest {
     private static final int KEY_GROUPS = 4;
@@ -137,6 +137,68 @@ class CanonicalSavepointTest {
         assertThat(seen).containsExactlyInAnyOrderElementsOf(KEYS);
     }
 
+    @Test
+    void aTaishanSavepointWithHeapTimersLoadsIntoEveryBackend() throws Exception {
+        AbstractKeyedStateBackend<String> source = create(taishanHeapTimers(), ALL, List.of());
+        fill(source);
+        KeyedStateHandle savepoint = canonicalSavepoint(source);
+        source.dispose();
+
+        for (AbstractStateBackend backend :
+                List.of(taishanHeapTimers(), taishan(), new HashMapStateBackend())) {
+            AbstractKeyedStateBackend<String> target = create(backend, ALL, List.of(savepoint));
+            try {
+                verify(target, KEYS, true);
+            } finally {
+                target.dispose();
+            }
+        }
+    }
+
+    @Test
+    void heapTimersStayOnTheHeapWhenASavepointIsLoaded() throws Exception {
+        AbstractKeyedStateBackend<String> source =
+                create(new HashMapStateBackend(), ALL, List.of());
+        fill(source);
+        KeyedStateHandle savepoint = canonicalSavepoint(source);
+        source.dispose();
+
+        AbstractKeyedStateBackend<String> target =
+                create(taishanHeapTimers(), ALL, List.of(savepoint));
+        try {
+            // value, list (one entry each) and map (one user key) per key; no timer in the store.
+            assertThat(target.numKeyValueStateEntries()).isEqualTo(3 * KEYS.size());
+            verify(target, KEYS, false);
+        } finally {
+            target.dispose();
+        }
+    }
+
+    @Test
+    void aTaishanSavepointWithHeapTimersRescalesIntoTwoSubtasks() throws Exception {
+        AbstractKeyedStateBackend<String> source = create(taishanHeapTimers(), ALL, List.of());
+        fill(source);
+        KeyGroupsStateHandle savepoint = (KeyGroupsStateHandle) canonicalSavepoint(source);
+        source.dispose();
+
+        List<String> seen = new ArrayList<>();
+        for (KeyGroupRange half : List.of(KeyGroupRange.of(0, 1), KeyGroupRange.of(2, 3))) {
+            AbstractKeyedStateBackend<String> target =
+                    create(taishanHeapTimers(), half, List.of(savepoint.getIntersection(half)));
+            try {
+                List<String> mine = new ArrayList<>();
+                try (var keys = target.getKeys(VALUE.getName(), VoidNamespace.INSTANCE)) {
+                    keys.forEach(mine::add);
+                }
+                verify(target, mine, true);
+                seen.addAll(mine);
+            } finally {
+                target.dispose();
+            }
+        }
+        assertThat(seen).containsExactlyInAnyOrderElementsOf(KEYS);
+    }
+
     /**
      * Fills every kind of state. Flink's HashMap backend cannot write a null map value into a
      * canonical savepoint (its iterator serializes it as is), so it gets none.
@@ -204,6 +266,10 @@ class CanonicalSavepointTest {
 
     private static TaishanStateBackend taishan() {
         return new TaishanStateBackend().setKvAddress(server.address());
+    }
+
+    private static TaishanStateBackend taishanHeapTimers() {
+        return taishan().setTimerService(TaishanOptions.TimerServiceType.HEAP);
     }
 
     private static AbstractKeyedStateBackend<String> create(
