@@ -78,12 +78,24 @@ abstract class AbstractTaishanState<K, N, V> implements InternalKvState<K, N, V>
             TypeSerializer<N> safeNamespaceSerializer,
             TypeSerializer<V> safeValueSerializer)
             throws Exception {
+        QueriedKey queried =
+                queriedKey(serializedKeyAndNamespace, safeKeySerializer, safeNamespaceSerializer);
+        return backend.writes().get(queried.lease(), queried.storeKey());
+    }
+
+    /** Where a queryable-state request's key and namespace live: its shard and store key. */
+    QueriedKey queriedKey(
+            byte[] serializedKeyAndNamespace,
+            TypeSerializer<K> safeKeySerializer,
+            TypeSerializer<N> safeNamespaceSerializer)
+            throws IOException {
         Tuple2<K, N> keyAndNamespace =
                 KvStateSerializer.deserializeKeyAndNamespace(
                         serializedKeyAndNamespace, safeKeySerializer, safeNamespaceSerializer);
         int keyGroup =
                 KeyGroupRangeAssignment.assignToKeyGroup(
                         keyAndNamespace.f0, backend.getNumberOfKeyGroups());
+        // The caller's serializers, not the state's: queries come from other threads.
         SerializedCompositeKeyBuilder<K> keyBuilder =
                 new SerializedCompositeKeyBuilder<>(
                         safeKeySerializer, backend.keyGroupPrefixBytes(), 32);
@@ -93,8 +105,10 @@ abstract class AbstractTaishanState<K, N, V> implements InternalKvState<K, N, V>
                         stateIdBytes,
                         keyBuilder.buildCompositeKeyNamespace(
                                 keyAndNamespace.f1, safeNamespaceSerializer));
-        return backend.writes().get(backend.leaseOf(keyGroup), key);
+        return new QueriedKey(backend.leaseOf(keyGroup), key);
     }
+
+    record QueriedKey(ShardLease lease, byte[] storeKey) {}
 
     @Override
     public StateIncrementalVisitor<K, N, V> getStateIncrementalVisitor(

@@ -12,12 +12,9 @@ import java.util.NoSuchElementException;
 import java.util.Objects;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.base.MapSerializer;
-import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.queryablestate.client.state.serialization.KvStateSerializer;
-import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
-import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
 import org.apache.flink.runtime.state.internal.InternalMapState;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.Preconditions;
@@ -124,27 +121,14 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
             TypeSerializer<Map<UK, UV>> safeValueSerializer)
             throws Exception {
         Preconditions.checkNotNull(serializedKeyAndNamespace);
-        Tuple2<K, N> keyAndNamespace =
-                KvStateSerializer.deserializeKeyAndNamespace(
-                        serializedKeyAndNamespace, safeKeySerializer, safeNamespaceSerializer);
-        int keyGroup =
-                KeyGroupRangeAssignment.assignToKeyGroup(
-                        keyAndNamespace.f0, backend.getNumberOfKeyGroups());
-        SerializedCompositeKeyBuilder<K> keyBuilder =
-                new SerializedCompositeKeyBuilder<>(
-                        safeKeySerializer, backend.keyGroupPrefixBytes(), 32);
-        keyBuilder.setKeyAndKeyGroup(keyAndNamespace.f0, keyGroup);
-        byte[] prefix =
-                StateKeys.storeKey(
-                        stateIdBytes,
-                        keyBuilder.buildCompositeKeyNamespace(
-                                keyAndNamespace.f1, safeNamespaceSerializer));
+        QueriedKey queried =
+                queriedKey(serializedKeyAndNamespace, safeKeySerializer, safeNamespaceSerializer);
         MapSerializer<UK, UV> serializer = (MapSerializer<UK, UV>) safeValueSerializer;
         EntryIterator<UK, UV> iterator =
                 new EntryIterator<>(
                         this,
-                        backend.leaseOf(keyGroup),
-                        prefix,
+                        queried.lease(),
+                        queried.storeKey(),
                         serializer.getKeySerializer(),
                         serializer.getValueSerializer());
         if (!iterator.hasNext()) {
