@@ -1,13 +1,11 @@
 package io.taishan.kv.server;
 
+import io.taishan.kv.server.storage.DurableFiles;
 import io.taishan.kv.server.storage.StorageEngine;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * A kv-server in this JVM, for tests and demos: by default on an ephemeral port of 127.0.0.1 with a
@@ -85,23 +83,7 @@ public final class EmbeddedKvServer implements AutoCloseable {
 
     private static void deleteQuietly(Path root) {
         try {
-            Files.walkFileTree(
-                    root,
-                    new SimpleFileVisitor<>() {
-                        @Override
-                        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
-                                throws IOException {
-                            Files.deleteIfExists(file);
-                            return FileVisitResult.CONTINUE;
-                        }
-
-                        @Override
-                        public FileVisitResult postVisitDirectory(Path dir, IOException exc)
-                                throws IOException {
-                            Files.deleteIfExists(dir);
-                            return FileVisitResult.CONTINUE;
-                        }
-                    });
+            DurableFiles.deleteTree(root);
         } catch (IOException ignored) {
             // a temp dir left behind is not worth failing a close
         }

@@ -22,7 +22,7 @@ import java.util.function.Predicate;
  * File-system steps that survive a crash: everything that tells the server what exists (catalog,
  * epochs, snapshots) is written to a temporary name, fsynced, renamed, and its directory fsynced.
  */
-final class DurableFiles {
+public final class DurableFiles {
     private DurableFiles() {}
 
     static void fsync(Path path) throws IOException {
@@ -112,7 +112,8 @@ final class DurableFiles {
         deleteTree(trashed);
     }
 
-    static void deleteTree(Path root) throws IOException {
+    /** Deletes a directory tree; a missing one is fine. */
+    public static void deleteTree(Path root) throws IOException {
         if (!Files.exists(root)) {
             return;
         }
