@@ -1,6 +1,7 @@
 package io.taishan.it.harness;
 
 import io.taishan.it.job.EventSchedule;
+import io.taishan.it.job.SourceGate;
 import io.taishan.it.job.StatefulJob;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -57,10 +58,31 @@ public final class JobHarness {
     public RunningJob start(
             int parallelism, double recordsPerSecondPerSplit, @Nullable String restorePath)
             throws Exception {
+        return start(
+                parallelism,
+                recordsPerSecondPerSplit,
+                restorePath,
+                new Configuration(),
+                Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #start(int, double, String)}, with {@code overrides} applied last and the source
+     * held at {@code holdSourceAt} from the start (see {@link RunningJob#holdSourceAt}).
+     */
+    public RunningJob start(
+            int parallelism,
+            double recordsPerSecondPerSplit,
+            @Nullable String restorePath,
+            Configuration overrides,
+            long holdSourceAt)
+            throws Exception {
         String runId = UUID.randomUUID().toString();
+        SourceGate.holdAt(runId, holdSourceAt);
+        Configuration config = jobConfiguration(restorePath);
+        config.addAll(overrides);
         TestStreamEnvironment env =
-                new TestStreamEnvironment(
-                        cluster, jobConfiguration(restorePath), parallelism, List.of(), List.of());
+                new TestStreamEnvironment(cluster, config, parallelism, List.of(), List.of());
         StatefulJob.define(env, runId, schedule, recordsPerSecondPerSplit);
         JobClient client = env.executeAsync("stateful-job p=" + parallelism);
         return new RunningJob(

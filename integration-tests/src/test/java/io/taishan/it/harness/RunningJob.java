@@ -3,6 +3,7 @@ package io.taishan.it.harness;
 import io.taishan.it.job.JobRecorder;
 import io.taishan.it.job.KeyFinalState;
 import io.taishan.it.job.OpenedSubtask;
+import io.taishan.it.job.SourceGate;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,6 +12,7 @@ import java.util.Comparator;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import javax.annotation.Nullable;
@@ -127,18 +129,85 @@ public final class RunningJob {
         }
     }
 
-    /** Lets the job run for a while, failing early if it ends. */
+    /**
+     * Takes a checkpoint now and waits until it has completed; tried again while some task is still
+     * being deployed, which declines it.
+     */
+    public RunningJob checkpoint() throws Exception {
+        long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
+        while (true) {
+            try {
+                cluster.triggerCheckpoint(id()).get(STEP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                return this;
+            } catch (ExecutionException e) {
+                if (System.nanoTime() > deadline
+                        || !String.valueOf(e.getMessage())
+                                .contains("Not all required tasks are currently running")) {
+                    throw new AssertionError(describe() + ": checkpoint failed", e);
+                }
+                Thread.sleep(POLL_MILLIS);
+            }
+        }
+    }
+
+    /**
+     * Lets every split of the source emit its records before {@code position}, then hold (see
+     * {@link SourceGate}).
+     */
+    public RunningJob holdSourceAt(long position) {
+        SourceGate.holdAt(runId, position);
+        return this;
+    }
+
+    /**
+     * Waits until the stateful operator has processed {@code records} records and then neither
+     * processed a record nor fired a timer for {@code quiet}: then its state backend has nothing
+     * left to send either, once its write queue's flush interval has passed too.
+     */
+    public RunningJob awaitQuietAfter(long records, Duration quiet) throws Exception {
+        long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
+        while (JobRecorder.recordsProcessed(runId) < records
+                || System.nanoTime() - JobRecorder.lastActivityNanos(runId) < quiet.toNanos()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(
+                        describe()
+                                + " did not become quiet for "
+                                + quiet
+                                + " after "
+                                + records
+                                + " records ("
+                                + JobRecorder.recordsProcessed(runId)
+                                + " processed)");
+            }
+            Thread.sleep(POLL_MILLIS);
+        }
+        return this;
+    }
+
+    public RunningJob releaseSource() {
+        SourceGate.release(runId);
+        return this;
+    }
+
+    /** How often the stateful operator was restarted after a failure within this job. */
+    public long failovers() {
+        return JobRecorder.highestAttempt(runId);
+    }
+
+    /** Lets the job run for a while (checked at least once), failing early if it ends. */
     public RunningJob keepRunning(Duration duration) throws Exception {
         long until = System.nanoTime() + duration.toNanos();
-        while (System.nanoTime() < until) {
+        while (true) {
             JobStatus status = cluster.getJobStatus(id()).get();
             if (status != JobStatus.RUNNING) {
                 throw new AssertionError(
                         describe() + " is " + status + ", expected RUNNING" + failureCause());
             }
+            if (System.nanoTime() >= until) {
+                return this;
+            }
             Thread.sleep(POLL_MILLIS);
         }
-        return this;
     }
 
     /** Cancels the job and returns the path of the checkpoint it left behind. */

@@ -2,6 +2,7 @@ package io.taishan.it.harness;
 
 import io.taishan.kv.testing.KvServerProcess;
 import java.nio.file.Path;
+import java.util.Arrays;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 
@@ -16,10 +17,14 @@ public final class TaishanBackendFixture implements BackendFixture {
     public static final String KEYED_BACKEND_CLASS = "io.taishan.backend.TaishanKeyedStateBackend";
     public static final String ADDRESS_KEY = "taishan.kv.address";
 
-    private final KvServerProcess server;
+    private final Path dataDir;
+    private final String[] serverArgs;
+    private KvServerProcess server;
 
-    private TaishanBackendFixture(KvServerProcess server) {
-        this.server = server;
+    private TaishanBackendFixture(Path dataDir, String[] serverArgs) {
+        this.dataDir = dataDir;
+        this.serverArgs = serverArgs;
+        this.server = KvServerProcess.start(dataDir, serverArgs);
     }
 
     /** A test parameter: one kv-server per test, its data under the test's directory. */
@@ -28,7 +33,25 @@ public final class TaishanBackendFixture implements BackendFixture {
     }
 
     public static TaishanBackendFixture start(Path workDir) {
-        return new TaishanBackendFixture(KvServerProcess.start(workDir.resolve("kv-data")));
+        return start(workDir, new String[0]);
+    }
+
+    /** With extra kv-server command-line arguments ({@code --config file}, ...). */
+    public static TaishanBackendFixture start(Path workDir, String... serverArgs) {
+        return new TaishanBackendFixture(workDir.resolve("kv-data"), serverArgs);
+    }
+
+    /**
+     * Kills the kv-server with SIGKILL and starts it again on the same port and data dir, as a
+     * supervisor restarting a crashed server would; returns once it serves again.
+     */
+    public void crashAndRestartServer() {
+        int port = server.port();
+        server.kill();
+        String[] args = Arrays.copyOf(serverArgs, serverArgs.length + 2);
+        args[serverArgs.length] = "--port";
+        args[serverArgs.length + 1] = Integer.toString(port);
+        server = KvServerProcess.start(dataDir, args);
     }
 
     @Override

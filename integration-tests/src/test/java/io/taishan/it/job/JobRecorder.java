@@ -23,6 +23,9 @@ public final class JobRecorder {
     private static final Map<String, Set<String>> KEYED_BACKENDS = new ConcurrentHashMap<>();
     private static final Map<String, Map<Integer, OpenedSubtask>> OPENED_SUBTASKS =
             new ConcurrentHashMap<>();
+    private static final Map<String, AtomicLong> HIGHEST_ATTEMPTS = new ConcurrentHashMap<>();
+    private static final Map<String, AtomicLong> LAST_ACTIVITY_NANOS = new ConcurrentHashMap<>();
+    private static final Map<String, AtomicLong> RECORDS_PROCESSED = new ConcurrentHashMap<>();
 
     /**
      * A metric group's metrics as the cluster's reporter holds them; see {@link #readMetricsWith}.
@@ -77,6 +80,41 @@ public final class JobRecorder {
         OPENED_SUBTASKS
                 .computeIfAbsent(runId, id -> new ConcurrentHashMap<>())
                 .put(subtask, new OpenedSubtask(subtask, keyGroups, Map.copyOf(values)));
+    }
+
+    static void recordActivity(String runId) {
+        LAST_ACTIVITY_NANOS.computeIfAbsent(runId, id -> new AtomicLong()).set(System.nanoTime());
+    }
+
+    static void recordProcessed(String runId) {
+        RECORDS_PROCESSED.computeIfAbsent(runId, id -> new AtomicLong()).incrementAndGet();
+        recordActivity(runId);
+    }
+
+    /**
+     * Records the stateful operator has processed in the run, replays after a failover included.
+     */
+    public static long recordsProcessed(String runId) {
+        AtomicLong processed = RECORDS_PROCESSED.get(runId);
+        return processed == null ? 0 : processed.get();
+    }
+
+    /** When the stateful operator last processed a record or fired a timer (System.nanoTime). */
+    public static long lastActivityNanos(String runId) {
+        AtomicLong last = LAST_ACTIVITY_NANOS.get(runId);
+        return last == null ? 0 : last.get();
+    }
+
+    static void recordAttempt(String runId, int attemptNumber) {
+        HIGHEST_ATTEMPTS
+                .computeIfAbsent(runId, id -> new AtomicLong())
+                .accumulateAndGet(attemptNumber, Math::max);
+    }
+
+    /** The highest attempt number a stateful subtask of the run opened with: 0 if none failed. */
+    public static long highestAttempt(String runId) {
+        AtomicLong attempt = HIGHEST_ATTEMPTS.get(runId);
+        return attempt == null ? 0 : attempt.get();
     }
 
     /** The subtasks of the stateful operator that have opened so far, by index. */

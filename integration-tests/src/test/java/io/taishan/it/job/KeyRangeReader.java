@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import javax.annotation.Nullable;
 import org.apache.flink.api.connector.source.ReaderOutput;
 import org.apache.flink.api.connector.source.SourceOutput;
 import org.apache.flink.api.connector.source.SourceReader;
@@ -31,21 +32,28 @@ final class KeyRangeReader implements SourceReader<Event, KeyRangeSplit> {
         }
     }
 
+    private static final long HELD_POLL_NANOS = 10_000_000;
+
     private final long nanosPerRecord;
+    @Nullable private final String gate;
     private final ArrayDeque<Cursor> cursors = new ArrayDeque<>();
     private boolean noMoreSplits;
     private CompletableFuture<Void> availability = CompletableFuture.completedFuture(null);
     private ScheduledExecutorService wakeUps;
 
-    /** {@code recordsPerSecondPerSplit <= 0} means as fast as possible. */
-    KeyRangeReader(double recordsPerSecondPerSplit) {
+    /**
+     * @param recordsPerSecondPerSplit {@code <= 0} means as fast as possible
+     * @param gate the run id whose {@link SourceGate} may hold this reader, or null
+     */
+    KeyRangeReader(double recordsPerSecondPerSplit, @Nullable String gate) {
         this.nanosPerRecord =
                 recordsPerSecondPerSplit <= 0 ? 0 : (long) (1e9 / recordsPerSecondPerSplit);
+        this.gate = gate;
     }
 
     @Override
     public void start() {
-        if (nanosPerRecord > 0) {
+        if (nanosPerRecord > 0 || gate != null) {
             wakeUps =
                     Executors.newSingleThreadScheduledExecutor(
                             runnable -> {
@@ -63,10 +71,16 @@ final class KeyRangeReader implements SourceReader<Event, KeyRangeSplit> {
         }
         long now = System.nanoTime();
         long shortestWait = Long.MAX_VALUE;
+        long limit = gate == null ? Long.MAX_VALUE : SourceGate.limit(gate);
         for (int i = 0, n = cursors.size(); i < n; i++) {
             Cursor cursor = cursors.pollFirst();
             if (cursor.output == null) {
                 cursor.output = output.createOutputForSplit(cursor.split.splitId());
+            }
+            if (cursor.split.position() >= limit) {
+                shortestWait = Math.min(shortestWait, HELD_POLL_NANOS);
+                cursors.addLast(cursor);
+                continue;
             }
             long wait = cursor.nextDueNanos - now;
             if (nanosPerRecord > 0 && wait > 0) {

@@ -2,6 +2,7 @@ package io.taishan.it.job;
 
 import java.util.ArrayList;
 import java.util.List;
+import javax.annotation.Nullable;
 import org.apache.flink.api.connector.source.Boundedness;
 import org.apache.flink.api.connector.source.Source;
 import org.apache.flink.api.connector.source.SourceReader;
@@ -20,11 +21,17 @@ public final class KeyRangeSource implements Source<Event, KeyRangeSplit, List<K
 
     private final EventSchedule schedule;
     private final double recordsPerSecondPerSplit;
+    @Nullable private final String gate;
 
-    /** {@code recordsPerSecondPerSplit <= 0} means as fast as possible. */
-    public KeyRangeSource(EventSchedule schedule, double recordsPerSecondPerSplit) {
+    /**
+     * @param recordsPerSecondPerSplit {@code <= 0} means as fast as possible
+     * @param gate the run id whose {@link SourceGate} may hold the readers, or null
+     */
+    public KeyRangeSource(
+            EventSchedule schedule, double recordsPerSecondPerSplit, @Nullable String gate) {
         this.schedule = schedule;
         this.recordsPerSecondPerSplit = recordsPerSecondPerSplit;
+        this.gate = gate;
     }
 
     @Override
@@ -34,7 +41,7 @@ public final class KeyRangeSource implements Source<Event, KeyRangeSplit, List<K
 
     @Override
     public SourceReader<Event, KeyRangeSplit> createReader(SourceReaderContext readerContext) {
-        return new KeyRangeReader(recordsPerSecondPerSplit);
+        return new KeyRangeReader(recordsPerSecondPerSplit, gate);
     }
 
     @Override

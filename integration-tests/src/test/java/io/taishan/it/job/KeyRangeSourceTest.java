@@ -70,7 +70,7 @@ class KeyRangeSourceTest {
         reader.close();
 
         CollectingOutput second = new CollectingOutput();
-        KeyRangeReader restored = new KeyRangeReader(0);
+        KeyRangeReader restored = new KeyRangeReader(0, null);
         restored.start();
         restored.addSplits(snapshot);
         restored.notifyNoMoreSplits();
@@ -90,7 +90,7 @@ class KeyRangeSourceTest {
     }
 
     private static KeyRangeReader readerWithAllSplits() {
-        KeyRangeReader reader = new KeyRangeReader(0);
+        KeyRangeReader reader = new KeyRangeReader(0, null);
         reader.start();
         List<KeyRangeSplit> splits = new ArrayList<>();
         for (int i = 0; i < SCHEDULE.splitCount(); i++) {

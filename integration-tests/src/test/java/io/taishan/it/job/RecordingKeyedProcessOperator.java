@@ -2,8 +2,11 @@ package io.taishan.it.job;
 
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.operators.InternalTimer;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 
 /**
  * Flink's own {@code KeyedProcessOperator} that also reports which keyed state backend it got, so a
@@ -32,7 +35,26 @@ final class RecordingKeyedProcessOperator<IN, OUT> extends KeyedProcessOperator<
                         subtask);
         JobRecorder.recordOpened(
                 runId, subtask, keyGroups.getNumberOfKeyGroups(), getMetricGroup());
+        JobRecorder.recordAttempt(runId, getRuntimeContext().getTaskInfo().getAttemptNumber());
         super.open();
         JobRecorder.recordKeyedBackend(runId, getKeyedStateBackend().getClass().getName());
+    }
+
+    @Override
+    public void processElement(StreamRecord<IN> element) throws Exception {
+        JobRecorder.recordProcessed(runId);
+        super.processElement(element);
+    }
+
+    @Override
+    public void onEventTime(InternalTimer<Long, VoidNamespace> timer) throws Exception {
+        JobRecorder.recordActivity(runId);
+        super.onEventTime(timer);
+    }
+
+    @Override
+    public void onProcessingTime(InternalTimer<Long, VoidNamespace> timer) throws Exception {
+        JobRecorder.recordActivity(runId);
+        super.onProcessingTime(timer);
     }
 }

@@ -17,7 +17,8 @@ public final class StatefulJob {
     private StatefulJob() {}
 
     /**
-     * @param runId where the operators report, see {@link JobRecorder}
+     * @param runId where the operators report, see {@link JobRecorder}, and the source's {@link
+     *     SourceGate}
      * @param recordsPerSecondPerSplit the source's pace; {@code <= 0} for as fast as possible
      */
     public static void define(
@@ -26,7 +27,7 @@ public final class StatefulJob {
             EventSchedule schedule,
             double recordsPerSecondPerSplit) {
         env.fromSource(
-                        new KeyRangeSource(schedule, recordsPerSecondPerSplit),
+                        new KeyRangeSource(schedule, recordsPerSecondPerSplit, runId),
                         WatermarkStrategy.<Event>forMonotonousTimestamps()
                                 .withTimestampAssigner((event, previous) -> event.timestamp),
                         "key-range-source")

@@ -113,7 +113,7 @@ public final class KvServer implements AutoCloseable {
                 nodes.size(),
                 self,
                 dataDir.toAbsolutePath(),
-                config.walEnabled() ? "on" : "off");
+                config.walMode());
         return new KvServer(config, storage, service, grpc, self);
     }
 

@@ -2,6 +2,7 @@ package io.taishan.kv.server;
 
 import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.server.storage.StorageOptions;
+import io.taishan.kv.server.storage.WalMode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -46,7 +47,7 @@ public final class KvServerConfig {
         this.storage =
                 new StorageOptions(
                         b.dataDir == null ? Path.of(".") : b.dataDir,
-                        b.walEnabled,
+                        WalMode.of(b.walEnabled, b.walSync),
                         b.blockCacheBytes,
                         b.writeBufferBytes,
                         b.shardWriteBufferBytes,
@@ -70,6 +71,7 @@ public final class KvServerConfig {
         b.nodeIndex = nodeIndex;
         b.limits(limits);
         b.walEnabled = storage.walEnabled();
+        b.walSync = storage.walMode() == WalMode.SYNC;
         b.blockCacheBytes = storage.blockCacheBytes();
         b.writeBufferBytes = storage.writeBufferBytes();
         b.shardWriteBufferBytes = storage.shardWriteBufferBytes();
@@ -111,6 +113,10 @@ public final class KvServerConfig {
 
     public boolean walEnabled() {
         return storage.walEnabled();
+    }
+
+    public WalMode walMode() {
+        return storage.walMode();
     }
 
     /** The storage options, for a data directory. */
@@ -157,6 +163,7 @@ public final class KvServerConfig {
         private int maxScanPageEntries = DEFAULT_LIMITS.maxScanPageEntries();
         private int maxScanPageBytes = DEFAULT_LIMITS.maxScanPageBytes();
         private boolean walEnabled;
+        private boolean walSync;
         private long blockCacheBytes;
         private long writeBufferBytes;
         private long shardWriteBufferBytes;
@@ -169,6 +176,7 @@ public final class KvServerConfig {
         private Builder() {
             StorageOptions d = StorageOptions.defaults(Path.of("."));
             walEnabled = d.walEnabled();
+            walSync = d.walMode() == WalMode.SYNC;
             blockCacheBytes = d.blockCacheBytes();
             writeBufferBytes = d.writeBufferBytes();
             shardWriteBufferBytes = d.shardWriteBufferBytes();
@@ -205,6 +213,12 @@ public final class KvServerConfig {
 
         public Builder walEnabled(boolean walEnabled) {
             this.walEnabled = walEnabled;
+            return this;
+        }
+
+        /** Whether every write waits for the WAL's fsync; needs the WAL enabled. */
+        public Builder walSync(boolean walSync) {
+            this.walSync = walSync;
             return this;
         }
 
@@ -302,6 +316,7 @@ public final class KvServerConfig {
                     case "cluster.nodes" -> clusterNodes(splitNodes(v));
                     case "cluster.node-index" -> nodeIndex(ConfigValues.integer(key, v));
                     case "wal.enabled" -> walEnabled(ConfigValues.bool(key, v));
+                    case "wal.sync" -> walSync(ConfigValues.bool(key, v));
                     case "limits.max-key-bytes" -> maxKeyBytes(ConfigValues.intBytes(key, v));
                     case "limits.max-value-bytes" -> maxValueBytes(ConfigValues.intBytes(key, v));
                     case "limits.max-request-bytes" ->
@@ -365,6 +380,9 @@ public final class KvServerConfig {
             if (clusterNodes.isEmpty() && nodeIndex != 0) {
                 throw new IllegalArgumentException(
                         "cluster.node-index " + nodeIndex + " set without cluster.nodes");
+            }
+            if (walSync && !walEnabled) {
+                throw new IllegalArgumentException("wal.sync = true needs wal.enabled = true");
             }
             positive("limits.max-key-bytes", maxKeyBytes);
             positive("limits.max-value-bytes", maxValueBytes);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.server.storage.WalMode;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -125,6 +126,7 @@ class KvServerMainTest {
                         "cluster.nodes = h1:7000, h2:7000,h3:7000",
                         "cluster.node-index = 2",
                         "wal.enabled = true",
+                        "wal.sync = true",
                         "limits.max-key-bytes = 1k",
                         "limits.max-value-bytes = 2m",
                         "limits.max-request-bytes = 64MB",
@@ -149,6 +151,7 @@ class KvServerMainTest {
         assertThat(c.clusterNodes()).isEqualTo(List.of("h1:7000", "h2:7000", "h3:7000"));
         assertThat(c.nodeIndex()).isEqualTo(2);
         assertThat(c.walEnabled()).isTrue();
+        assertThat(c.walMode()).isEqualTo(WalMode.SYNC);
         assertThat(c.limits())
                 .isEqualTo(new KvLimits(1024, 2 << 20, 64 << 20, 5000, 500, 512 << 10));
         var storage = c.storageOptions(Path.of("/d"));
@@ -161,6 +164,13 @@ class KvServerMainTest {
         assertThat(storage.maxOpenShards()).isEqualTo(500);
         assertThat(c.shutdownGrace()).isEqualTo(Duration.ofSeconds(2));
         assertThat(KvServerMain.parse(new String[] {"--help"})).isNull();
+    }
+
+    @Test
+    void aSyncedWalNeedsTheWal() {
+        assertThatThrownBy(() -> KvServerConfig.builder().walSync(true).build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("wal.sync = true needs wal.enabled = true");
     }
 
     @Test

@@ -62,7 +62,10 @@ final class RocksResources implements AutoCloseable {
                         LOG.error(message);
                     }
                 };
-        this.writeOptions = new WriteOptions().setDisableWAL(!options.walEnabled());
+        this.writeOptions =
+                new WriteOptions()
+                        .setDisableWAL(!options.walEnabled())
+                        .setSync(options.walMode() == WalMode.SYNC);
         Env env = Env.getDefault();
         // The default Env's pools are process-wide; only ever grow them, another server in this
         // JVM may have asked for more.

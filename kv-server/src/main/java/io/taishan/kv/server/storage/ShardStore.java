@@ -487,14 +487,16 @@ public final class ShardStore {
         }
     }
 
-    /** Flushes and closes for good (server shutdown). */
-    void shutdown() {
+    /** Flushes and closes for good (server shutdown); false if the flush failed. */
+    boolean shutdown() {
         state.writeLock().lock();
         try {
             shutDown = true;
             closeLive(true);
+            return true;
         } catch (RocksDBException e) {
             LOG.error("Could not flush {} on shutdown: {}", this, e.getMessage());
+            return false;
         } finally {
             state.writeLock().unlock();
         }
@@ -560,13 +562,21 @@ public final class ShardStore {
 
     private void checkEpoch(long callerEpoch) {
         long current = epoch;
-        if (callerEpoch == current && current > 0) {
+        long floor = engine.leaseFloor();
+        if (callerEpoch == current && current > 0 && current >= floor) {
             return;
         }
-        String why =
-                current == 0
-                        ? "the shard was never opened (call OpenShard first)"
-                        : "the current epoch is " + current + " (the shard was reopened)";
+        String why;
+        if (current == 0) {
+            why = "the shard was never opened (call OpenShard first)";
+        } else if (callerEpoch == current) {
+            why =
+                    "the kv-server stopped uncleanly since this lease was issued and may have lost"
+                            + " writes acknowledged under it; restore the shard from a snapshot"
+                            + " (its last checkpoint)";
+        } else {
+            why = "the current epoch is " + current + " (the shard was reopened)";
+        }
         throw new KvServerException(
                 ErrorCode.FENCED, this + ": epoch " + callerEpoch + " is not current; " + why);
     }

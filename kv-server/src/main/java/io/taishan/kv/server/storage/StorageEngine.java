@@ -31,6 +31,8 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * data/LOCK                                       held while a server uses the directory
  * data/epoch-counter                              highest epoch handed out on this node
+ * data/lease-floor                                epochs below it are fenced (after a lossy crash)
+ * data/server-run                                 running / stopped cleanly, boot id, WAL mode
  * data/tables/&lt;table&gt;/table.properties
  * data/tables/&lt;table&gt;/shard-&lt;n&gt;/epoch
  * data/tables/&lt;table&gt;/shard-&lt;n&gt;/live/              the RocksDB instance
@@ -51,6 +53,8 @@ public final class StorageEngine implements AutoCloseable {
     private final FileLock dirLock;
     private final RocksResources resources;
     private final EpochCounter epochs;
+    private final ServerRunRecord runRecord;
+    private volatile boolean leasesFencedAtStart;
     private final ConcurrentHashMap<String, TableStore> tables = new ConcurrentHashMap<>();
     private final Object catalogLock = new Object();
     private final Set<ShardStore> openShards = ConcurrentHashMap.newKeySet();
@@ -81,8 +85,10 @@ public final class StorageEngine implements AutoCloseable {
         DurableFiles.deleteTree(trashDir);
         Files.createDirectories(tmpDir);
         Files.createDirectories(trashDir);
-        this.epochs = new EpochCounter(data.resolve("epoch-counter"));
+        this.epochs = new EpochCounter(data.resolve("epoch-counter"), data.resolve("lease-floor"));
+        this.runRecord = new ServerRunRecord(data);
         loadCatalog();
+        fenceLeasesIfWritesWereLost();
         this.resources = new RocksResources(options);
         this.maintenance =
                 Executors.newSingleThreadScheduledExecutor(
@@ -165,7 +171,7 @@ public final class StorageEngine implements AutoCloseable {
                 fit);
         return new StorageOptions(
                 options.dataDir(),
-                options.walEnabled(),
+                options.walMode(),
                 options.blockCacheBytes(),
                 options.writeBufferBytes(),
                 options.shardWriteBufferBytes(),
@@ -194,6 +200,48 @@ public final class StorageEngine implements AutoCloseable {
         } catch (IOException ignored) {
             // nothing left to do
         }
+    }
+
+    /**
+     * A crash must never be survived silently: when the previous run stopped without flushing every
+     * shard and its {@link WalMode} cannot vouch for what it acknowledged, every lease it issued is
+     * fenced before anything is served, so each writer fails over to its last checkpoint instead of
+     * going on over a shard that forgot part of what it acknowledged. Then this run is recorded as
+     * running, so that its own unclean stop is recognized too.
+     */
+    private void fenceLeasesIfWritesWereLost() throws IOException {
+        ServerRunRecord.PreviousRun previous = runRecord.previous();
+        boolean lossy;
+        String why;
+        if (previous == null) {
+            // A data dir from before the run record existed: no proof of a clean stop.
+            lossy = !tables.isEmpty();
+            why = "the data dir has no record of a clean stop";
+        } else {
+            lossy = !previous.keptEveryAcknowledgedWrite();
+            why = previous.describe();
+        }
+        if (lossy) {
+            epochs.fenceEveryLease();
+            leasesFencedAtStart = true;
+            LOG.warn(
+                    "{} and its writes since each shard's last flush may be lost: every lease"
+                            + " issued before (epoch < {}) is fenced; writers must restore from"
+                            + " their last checkpoint",
+                    why,
+                    epochs.floor());
+        } else if (previous != null && !previous.stoppedCleanly()) {
+            LOG.warn(
+                    "{}; with WAL {} every acknowledged write survived it: leases stay valid",
+                    previous.describe(),
+                    previous.walMode());
+        }
+        runRecord.running(options.walMode());
+    }
+
+    /** Whether this start fenced every earlier lease because the previous run lost writes. */
+    public boolean leasesFencedAtStart() {
+        return leasesFencedAtStart;
     }
 
     private void loadCatalog() throws IOException {
@@ -375,6 +423,11 @@ public final class StorageEngine implements AutoCloseable {
         return epochs.next(current);
     }
 
+    /** Epochs below this were issued before an unclean stop that lost writes. */
+    long leaseFloor() {
+        return epochs.floor();
+    }
+
     Path trashDir() {
         return trashDir;
     }
@@ -408,12 +461,23 @@ public final class StorageEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        boolean allFlushed = true;
         for (TableStore t : tables.values()) {
             for (ShardStore s : t.loadedShards()) {
-                s.shutdown();
+                allFlushed &= s.shutdown();
             }
         }
         resources.close();
+        if (allFlushed) {
+            try {
+                runRecord.stopped(options.walMode());
+            } catch (IOException e) {
+                LOG.error("Could not record the clean stop in {}: {}", options.dataDir(), e);
+            }
+        } else {
+            LOG.error(
+                    "Not every shard could be flushed: the next start treats this stop as a crash");
+        }
         try {
             dirLock.release();
             lockChannel.close();

@@ -8,8 +8,9 @@ import java.util.Objects;
  * How the storage engine lays out and tunes its RocksDB instances.
  *
  * @param dataDir root of all tables, shards and snapshots
- * @param walEnabled whether writes go to RocksDB's WAL; off by default because recovery always goes
- *     back to a durable snapshot
+ * @param walMode whether writes go to RocksDB's WAL and whether it is fsynced; off by default,
+ *     because recovery always goes back to a durable snapshot (see {@link WalMode} for what each
+ *     mode keeps on a crash)
  * @param blockCacheBytes the one LRU block cache shared by every open shard
  * @param writeBufferBytes total memtable memory of every open shard (one WriteBufferManager,
  *     charged to the block cache)
@@ -21,7 +22,7 @@ import java.util.Objects;
  */
 public record StorageOptions(
         Path dataDir,
-        boolean walEnabled,
+        WalMode walMode,
         long blockCacheBytes,
         long writeBufferBytes,
         long shardWriteBufferBytes,
@@ -32,6 +33,7 @@ public record StorageOptions(
 
     public StorageOptions {
         Objects.requireNonNull(dataDir, "dataDir");
+        Objects.requireNonNull(walMode, "walMode");
         Objects.requireNonNull(shardIdleClose, "shardIdleClose");
         if (blockCacheBytes <= 0 || writeBufferBytes <= 0 || shardWriteBufferBytes <= 0) {
             throw new IllegalArgumentException("cache and write buffer sizes must be > 0");
@@ -51,7 +53,7 @@ public record StorageOptions(
     public static StorageOptions defaults(Path dataDir) {
         return new StorageOptions(
                 dataDir,
-                false,
+                WalMode.OFF,
                 256L << 20,
                 128L << 20,
                 8L << 20,
@@ -61,10 +63,14 @@ public record StorageOptions(
                 1024);
     }
 
+    public boolean walEnabled() {
+        return walMode.writesLog();
+    }
+
     public StorageOptions withDataDir(Path dir) {
         return new StorageOptions(
                 dir,
-                walEnabled,
+                walMode,
                 blockCacheBytes,
                 writeBufferBytes,
                 shardWriteBufferBytes,

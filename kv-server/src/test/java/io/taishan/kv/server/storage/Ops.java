@@ -66,6 +66,14 @@ final class Ops {
 
     static StorageOptions smallOptions(Path dir) {
         return new StorageOptions(
-                dir, false, 16L << 20, 8L << 20, 1L << 20, 2, 64, Duration.ofMinutes(10), 100);
+                dir,
+                WalMode.OFF,
+                16L << 20,
+                8L << 20,
+                1L << 20,
+                2,
+                64,
+                Duration.ofMinutes(10),
+                100);
     }
 }

@@ -33,7 +33,7 @@ public final class ShardCapacityProbe {
         StorageOptions options =
                 new StorageOptions(
                         dir,
-                        false,
+                        WalMode.OFF,
                         defaults.blockCacheBytes(),
                         defaults.writeBufferBytes(),
                         defaults.shardWriteBufferBytes(),

@@ -392,7 +392,7 @@ class ShardStoreTest {
                 StorageEngine.open(
                         new StorageOptions(
                                 dir,
-                                false,
+                                WalMode.OFF,
                                 o.blockCacheBytes(),
                                 o.writeBufferBytes(),
                                 o.shardWriteBufferBytes(),
