@@ -385,6 +385,33 @@ class ShardStoreTest {
     }
 
     @Test
+    void aMillionAppendsToOneKeyReadBackInLinearTime() {
+        long epoch = shard.open();
+        int appends = 1_000_000;
+        int perBatch = 20_000;
+        long start = System.nanoTime();
+        for (int i = 0; i < appends; i += perBatch) {
+            List<WriteOp> batch = new ArrayList<>(perBatch);
+            for (int j = i; j < i + perBatch; j++) {
+                batch.add(append("list", Integer.toString(j % 10)));
+            }
+            write(epoch, batch.toArray(new WriteOp[0]));
+            if (i == appends / 2) {
+                // Half the operands in SST files, half in the memtable.
+                engine.closeAllIdleShards();
+            }
+        }
+        byte[] value = shard.get(epoch, b("list"));
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertThat(value).hasSize(2 * appends - 1);
+        assertThat(value[0]).isEqualTo((byte) '0');
+        assertThat(value[value.length - 1]).isEqualTo((byte) '9');
+        // Measured on 2 cores: 1.2 s with the non-associative operator, 29 s with the associative
+        // one (it copies the growing value once per operand; flushes merge part of the operands).
+        assertThat(millis).as("ms for %d appends and a get", appends).isLessThan(15_000);
+    }
+
+    @Test
     void leastRecentlyUsedShardsAreClosedAboveTheLimit() {
         engine.close();
         StorageOptions o = Ops.smallOptions(dir);
