@@ -43,9 +43,9 @@ import java.util.concurrent.locks.StampedLock;
  * and "copy installed" (which would lose it).
  *
  * <p><b>Cost.</b> A lookup is the filter's lookup plus an uncontended read-lock acquire and release
- * (about 10 ns more), plus a counter increment when it answers "absent" or "not loaded". A buffered
- * insert costs 8 bytes of heap until the load; a load holds the write lock while it merges the
- * buffer (up to {@code maxBufferedHashes} puts, about 1 ms for 65536).
+ * (about 5 ns more in the harness), plus a counter increment when it answers "absent" or "not
+ * loaded". A buffered insert costs 8 bytes of heap until the load; a load holds the write lock
+ * while it merges the buffer (up to {@code maxBufferedHashes} puts, about 2 ms for 65,536).
  */
 public final class LoadingFilter implements AutoCloseable {
 

@@ -439,8 +439,12 @@ class BloomPropertyTest {
                     churn.write(model.randomId(random), neverRebuilt); // an overwrite
                 }
                 if (step % 4_000 == 0) {
-                    assertThat(model.firstMissing(server::mightContain)).isEqualTo(-1);
-                    assertThat(model.firstMissing(client::mightContain)).isEqualTo(-1);
+                    assertThat(model.firstMissing(server::mightContain))
+                            .as("live id lost by the server, step %d of seed %d", step, seed)
+                            .isEqualTo(-1);
+                    assertThat(model.firstMissing(client::mightContain))
+                            .as("live id lost by the client, step %d of seed %d", step, seed)
+                            .isEqualTo(-1);
                     serverRates.add(rate(server::mightContain, probeId, 20_000));
                     clientRates.add(rate(client::mightContain, probeId + 20_000, 20_000));
                     probeId += 40_000;
@@ -469,8 +473,8 @@ class BloomPropertyTest {
                     mean(clientRates),
                     neverRebuiltRate,
                     server);
-            assertThat(serverRates).allSatisfy(r -> assertThat(r).isLessThan(0.01));
-            assertThat(clientRates).allSatisfy(r -> assertThat(r).isLessThan(0.01));
+            assertThat(serverRates).as("server FP rates, seed %d", seed).allMatch(r -> r < 0.01);
+            assertThat(clientRates).as("client FP rates, seed %d", seed).allMatch(r -> r < 0.01);
             assertThat(neverRebuiltRate).isGreaterThan(0.1);
             // About one rebuild per 0.7 x live new distinct keys (FilterSizing's rule).
             assertThat(churnRebuilds).isBetween(10L, 20L);

@@ -69,8 +69,8 @@ class KeyHashTest {
     }
 
     /**
-     * Pinned so a change of the function (or of the library's implementation of it) fails here,
-     * not as false negatives between a client and a server of different builds.
+     * Pinned so a change of the function (or of the library's implementation of it) fails here, not
+     * as false negatives between a client and a server of different builds.
      */
     @Test
     void pinnedStoreKeyShapedVector() {
