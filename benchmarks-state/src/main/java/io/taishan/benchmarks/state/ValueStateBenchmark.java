@@ -13,46 +13,57 @@ import org.openjdk.jmh.infra.Blackhole;
  * key.
  */
 public class ValueStateBenchmark extends StateBenchmarkBase {
-    private static final String STATE_NAME = "kvState";
+    static final ValueStateDescriptor<Long> DESCRIPTOR =
+            new ValueStateDescriptor<>("kvState", Long.class);
 
     private ValueState<Long> valueState;
+
+    @Override
+    StateSize stateSize() {
+        return StateSize.VALUE;
+    }
 
     @Setup
     public void setUp() throws Exception {
         createBackend();
         long start = System.nanoTime();
-        valueState = state(new ValueStateDescriptor<>(STATE_NAME, Long.class));
+        valueState = state(DESCRIPTOR);
         for (int i = 0; i < setupKeyCount; i++) {
-            keyedStateBackend.setCurrentKey((long) i);
+            keyedStateBackend.setCurrentKey(keys.loadKey(i));
             valueState.update(keys.value(i));
         }
-        expectKeys(STATE_NAME, setupKeyCount);
+        expectLoaded(DESCRIPTOR, setupKeyCount);
         report("loaded " + setupKeyCount + " keys", start);
     }
 
     @Benchmark
     @OperationsPerInvocation(OPS_PER_INVOCATION)
-    public void valueUpdate() throws Exception {
+    public void valueUpdate(RpcCounters counters) throws Exception {
+        begin(counters);
         for (int op = 0; op < OPS_PER_INVOCATION; op++) {
             int i = next();
             keyedStateBackend.setCurrentKey(keys.setupKey(i));
             valueState.update(keys.value(i));
         }
+        counted(counters, OPS_PER_INVOCATION);
     }
 
     @Benchmark
     @OperationsPerInvocation(OPS_PER_INVOCATION)
-    public void valueAdd() throws Exception {
+    public void valueAdd(RpcCounters counters) throws Exception {
+        begin(counters);
         for (int op = 0; op < OPS_PER_INVOCATION; op++) {
             int i = next();
             keyedStateBackend.setCurrentKey(keys.newKey(i));
             valueState.update(keys.value(i));
         }
+        counted(counters, OPS_PER_INVOCATION);
     }
 
     @Benchmark
     @OperationsPerInvocation(OPS_PER_INVOCATION)
-    public void valueGet(Blackhole bh) throws Exception {
+    public void valueGet(RpcCounters counters, Blackhole bh) throws Exception {
+        begin(counters);
         for (int op = 0; op < OPS_PER_INVOCATION; op++) {
             long key = keys.setupKey(next());
             keyedStateBackend.setCurrentKey(key);
@@ -62,5 +73,6 @@ public class ValueStateBenchmark extends StateBenchmarkBase {
             }
             bh.consume(value);
         }
+        counted(counters, OPS_PER_INVOCATION);
     }
 }

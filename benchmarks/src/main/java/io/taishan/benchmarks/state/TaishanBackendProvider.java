@@ -1,0 +1,160 @@
+package io.taishan.benchmarks.state;
+
+import io.taishan.backend.TaishanStateBackendFactory;
+import io.taishan.benchmarks.kv.ChildKvServer;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.flink.configuration.ConfigOptions;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.runtime.state.StateBackend;
+
+/**
+ * {@code TAISHAN}: {@code TaishanStateBackend} on a kv-server in a child JVM (loopback gRPC,
+ * default server configuration), so the server's GC, JIT and RocksDB are not billed to the measured
+ * thread, though they share the machine's cores. Made from a Flink {@code Configuration} through
+ * {@code TaishanStateBackendFactory}, as {@code state.backend.type} makes it, so the read cache is
+ * set by its string keys {@value #CACHE_TYPE} and {@value #CACHE_SIZE}: a backend that does not
+ * know them ignores them, and then every {@code cache} setting runs without a cache.
+ */
+public final class TaishanBackendProvider implements BenchmarkBackendProvider {
+    public static final String TAISHAN = "TAISHAN";
+
+    static final String KV_ADDRESS = "taishan.kv.address";
+    static final String CACHE_TYPE = "taishan.cache.type";
+    static final String CACHE_SIZE = "taishan.cache.size";
+
+    /** The metric group of the store calls: {@code taishan.rpc.<kind>.count} (MeteredKvStore). */
+    private static final String RPC_GROUP = "taishan.rpc.";
+
+    private static final String COUNT = ".count";
+    private static final Set<String> READ_KINDS = Set.of("get", "multi_get", "scan");
+
+    @Override
+    public Set<String> backends() {
+        return Set.of(TAISHAN);
+    }
+
+    @Override
+    public boolean hasReadCache(String backend) {
+        return true;
+    }
+
+    @Override
+    public BackendUnderTest open(String backend, BackendSettings settings) throws Exception {
+        ChildKvServer server =
+                ChildKvServer.start(
+                        Files.createDirectories(settings.workDir().resolve("kv-data")),
+                        settings.workDir().resolve("kv-server.log"));
+        try {
+            Map<String, String> options = new LinkedHashMap<>();
+            options.put(KV_ADDRESS, server.address());
+            ReadCache cache = settings.readCache();
+            options.put(CACHE_TYPE, cache.enabled() ? "off-heap" : "none");
+            if (cache.enabled()) {
+                options.put(CACHE_SIZE, cache.memorySize());
+            }
+            Configuration config = new Configuration();
+            options.forEach(
+                    (key, value) ->
+                            config.set(
+                                    ConfigOptions.key(key).stringType().noDefaultValue(), value));
+            StateBackend taishan =
+                    new TaishanStateBackendFactory()
+                            .createFromConfig(config, getClass().getClassLoader());
+            String description =
+                    "TaishanStateBackend "
+                            + options
+                            + ", "
+                            + cache.describe()
+                            + ", kv-server child JVM pid "
+                            + server.pid();
+            return new Remote(taishan, description, server);
+        } catch (Exception | Error e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    private static final class Remote implements BackendUnderTest {
+        private final StateBackend backend;
+        private final String description;
+        private final ChildKvServer server;
+
+        Remote(StateBackend backend, String description, ChildKvServer server) {
+            this.backend = backend;
+            this.description = description;
+            this.server = server;
+        }
+
+        @Override
+        public StateBackend stateBackend() {
+            return backend;
+        }
+
+        @Override
+        public String description() {
+            return description;
+        }
+
+        /** The counters of the keyed backend last asked about, found once: read per invocation. */
+        private CapturingMetricGroup resolvedFor;
+
+        private List<Counter> readCounters = List.of();
+        private List<Counter> allCounters = List.of();
+
+        @Override
+        public RpcCount rpcs(CapturingMetricGroup metrics) {
+            if (metrics != resolvedFor) {
+                List<Counter> reads = new ArrayList<>();
+                List<Counter> all = new ArrayList<>();
+                metrics.metrics()
+                        .forEach(
+                                (name, metric) -> {
+                                    if (name.startsWith(RPC_GROUP)
+                                            && name.endsWith(COUNT)
+                                            && metric instanceof Counter counter) {
+                                        all.add(counter);
+                                        String kind =
+                                                name.substring(
+                                                        RPC_GROUP.length(),
+                                                        name.length() - COUNT.length());
+                                        if (READ_KINDS.contains(kind)) {
+                                            reads.add(counter);
+                                        }
+                                    }
+                                });
+                if (all.isEmpty()) {
+                    throw new IllegalStateException(
+                            "the keyed backend registered no "
+                                    + RPC_GROUP
+                                    + "<kind>"
+                                    + COUNT
+                                    + " counters; it registered "
+                                    + metrics.metrics().keySet());
+                }
+                resolvedFor = metrics;
+                readCounters = reads;
+                allCounters = all;
+            }
+            return new RpcCount(sum(readCounters), sum(allCounters));
+        }
+
+        private static long sum(List<Counter> counters) {
+            long sum = 0;
+            for (Counter counter : counters) {
+                sum += counter.getCount();
+            }
+            return sum;
+        }
+
+        @Override
+        public void close() {
+            server.close();
+        }
+    }
+}
