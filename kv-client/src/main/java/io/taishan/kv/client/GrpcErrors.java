@@ -14,6 +14,16 @@ final class GrpcErrors {
         return code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED;
     }
 
+    /**
+     * {@link #isTransient} unless the server said its filter is unavailable: that lasts as long as
+     * a rebuild scan, far longer than our backoff, so the caller decides when to ask again.
+     */
+    static boolean isRetryable(Throwable failure) {
+        return isTransient(Status.fromThrowable(failure).getCode())
+                && errorCodeOf(Status.trailersFromThrowable(failure))
+                        != ErrorCode.FILTER_UNAVAILABLE;
+    }
+
     static KvException toKvException(Throwable failure, String address, String what, int attempts) {
         if (failure instanceof KvException kv) {
             return kv;
@@ -40,6 +50,8 @@ final class GrpcErrors {
                 return new LimitExceededException(message, address, failure);
             case SHUTTING_DOWN:
                 return new KvUnavailableException(message, address, attempts, failure);
+            case FILTER_UNAVAILABLE:
+                return new FilterUnavailableException(message, address, failure);
             case ERROR_CODE_UNSPECIFIED:
                 return fromStatusOnly(status, message, address, attempts, failure);
             default:

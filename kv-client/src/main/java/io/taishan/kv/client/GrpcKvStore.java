@@ -4,14 +4,21 @@ import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.Context;
 import io.grpc.ManagedChannel;
+import io.taishan.bloom.BloomFilter;
 import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CreateTableRequest;
+import io.taishan.kv.proto.DescribeShardsRequest;
+import io.taishan.kv.proto.DescribeShardsResponse;
 import io.taishan.kv.proto.DescribeTableRequest;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.FilterHeader;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.GetResponse;
 import io.taishan.kv.proto.HealthRequest;
@@ -35,9 +42,12 @@ import io.taishan.kv.proto.SnapshotResponse;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import java.io.IOException;
+import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -64,10 +74,13 @@ import javax.annotation.Nullable;
  * <p>Two writes in flight at once (see {@link #writeAsync}) have no order between them, even for
  * the same shard; a caller that needs per-shard order waits for one before sending the next.
  *
+ * <p>It is also the {@link ShardFilterStore}: each shard's Bloom filter is fetched from its owner
+ * as a stream of chunks decoded straight into off-heap memory.
+ *
  * <p>Keys passed to reads are wrapped, not copied: they must not change until the call returns.
  * Thread-safe.
  */
-public final class GrpcKvStore implements KvStore {
+public final class GrpcKvStore implements KvStore, ShardFilterStore {
     private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
     private static final long CLOSE_GRACE_MILLIS = 5_000;
 
@@ -476,19 +489,31 @@ public final class GrpcKvStore implements KvStore {
         return result;
     }
 
-    /** The markers' snapshots, shard by shard in the batch's first-touch order. */
+    /**
+     * The markers' snapshots, shard by shard in the batch's first-touch order, and the shards'
+     * filter versions.
+     */
     private static WriteResult combine(
             List<ShardWrite> shardWrites, List<WriteResponse> responses) {
         Map<Integer, ShardWriteResult> byShard = new HashMap<>();
+        Map<Integer, Long> filterVersions = null;
         boolean anySnapshot = false;
         for (WriteResponse response : responses) {
             for (ShardWriteResult shardResult : response.getResultsList()) {
                 byShard.put(shardResult.getShard(), shardResult);
                 anySnapshot |= shardResult.getSnapshotsCount() > 0;
+                if (shardResult.hasFilterVersion()) {
+                    if (filterVersions == null) {
+                        filterVersions = new HashMap<>();
+                    }
+                    filterVersions.put(shardResult.getShard(), shardResult.getFilterVersion());
+                }
             }
         }
+        Map<Integer, Long> versions =
+                filterVersions == null ? Map.of() : Map.copyOf(filterVersions);
         if (!anySnapshot) {
-            return WriteResult.EMPTY;
+            return versions.isEmpty() ? WriteResult.EMPTY : new WriteResult(List.of(), versions);
         }
         List<SnapshotInfo> snapshots = new ArrayList<>();
         for (ShardWrite shardWrite : shardWrites) {
@@ -499,7 +524,7 @@ public final class GrpcKvStore implements KvStore {
                 }
             }
         }
-        return new WriteResult(List.copyOf(snapshots));
+        return new WriteResult(List.copyOf(snapshots), versions);
     }
 
     // ---- snapshots
@@ -633,6 +658,152 @@ public final class GrpcKvStore implements KvStore {
             dropped += response.getDropped();
         }
         return dropped;
+    }
+
+    // ---- filters
+
+    /**
+     * Streams the filter from the shard's owner and decodes it chunk by chunk into off-heap memory,
+     * so neither side holds it as one message. Retried as a whole (under a new deadline) on a
+     * transient failure, like the other idempotent reads; not on FILTER_UNAVAILABLE.
+     */
+    @Override
+    public ShardFilter fetchFilter(ShardLease lease) {
+        FetchFilterRequest request =
+                FetchFilterRequest.newBuilder()
+                        .setTable(lease.table())
+                        .setShard(shardRef(lease))
+                        .build();
+        return callShard(
+                lease.table(),
+                lease.shard(),
+                "FetchFilter",
+                true,
+                stub -> {
+                    // A stream left unread (a bad filter) would run until its deadline.
+                    Context.CancellableContext context = Context.current().withCancellation();
+                    Context previous = context.attach();
+                    try {
+                        return receiveFilter(stub.fetchFilter(request), lease);
+                    } finally {
+                        context.detach(previous);
+                        context.cancel(null);
+                    }
+                });
+    }
+
+    /** Reads the stream; the caller's context bounds it, so the call ends with this method. */
+    private ShardFilter receiveFilter(Iterator<FetchFilterResponse> responses, ShardLease lease) {
+        String what = describe("FetchFilter", lease.table(), lease.shard());
+        if (!responses.hasNext()) {
+            throw badFilterStream(lease, what + ": the stream ended before its header", null);
+        }
+        FetchFilterResponse first = responses.next();
+        if (!first.hasHeader()) {
+            throw badFilterStream(lease, what + ": the stream did not start with a header", null);
+        }
+        FilterHeader header = first.getHeader();
+        ChunkInput in = new ChunkInput(responses);
+        BloomFilter filter;
+        try {
+            filter = BloomFilter.readFrom(in);
+        } catch (IOException e) {
+            throw badFilterStream(lease, what + ": " + e.getMessage(), e);
+        }
+        if (in.bytesRead() != header.getSerializedBytes() || in.hasMore()) {
+            filter.close();
+            throw badFilterStream(
+                    lease,
+                    what
+                            + ": the header announced "
+                            + header.getSerializedBytes()
+                            + " bytes, the filter took "
+                            + in.bytesRead()
+                            + (in.hasMore() ? " and more followed" : ""),
+                    null);
+        }
+        return new ShardFilter(lease, header.getVersion(), filter);
+    }
+
+    private KvException badFilterStream(ShardLease lease, String message, @Nullable Throwable e) {
+        return new KvException(
+                ErrorCode.ERROR_CODE_UNSPECIFIED,
+                message,
+                router.nodeFor(lease.table(), lease.shard()).address(),
+                e);
+    }
+
+    /**
+     * The chunks of a filter stream as one input; a failed call surfaces as the {@code
+     * StatusRuntimeException} the iterator throws, which the retrying caller handles.
+     */
+    private static final class ChunkInput extends InputStream {
+        private final Iterator<FetchFilterResponse> responses;
+        private com.google.protobuf.ByteString chunk = com.google.protobuf.ByteString.EMPTY;
+        private int position;
+        private long bytesRead;
+
+        ChunkInput(Iterator<FetchFilterResponse> responses) {
+            this.responses = responses;
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] into, int offset, int length) throws IOException {
+            if (length == 0) {
+                return 0;
+            }
+            while (position == chunk.size()) {
+                if (!responses.hasNext()) {
+                    return -1;
+                }
+                FetchFilterResponse next = responses.next();
+                if (!next.hasChunk()) {
+                    throw new IOException("a second header inside the filter's bytes");
+                }
+                chunk = next.getChunk();
+                position = 0;
+            }
+            int n = Math.min(length, chunk.size() - position);
+            chunk.copyTo(into, position, offset, n);
+            position += n;
+            bytesRead += n;
+            return n;
+        }
+
+        long bytesRead() {
+            return bytesRead;
+        }
+
+        boolean hasMore() {
+            return position < chunk.size() || responses.hasNext();
+        }
+    }
+
+    /**
+     * Every shard of the table that some node has touched, with its epoch and filter state, in
+     * shard order (admin and tests; one call per node).
+     */
+    public List<ShardStatus> describeShards(String table) {
+        ensureOpen();
+        DescribeShardsRequest request = DescribeShardsRequest.newBuilder().setTable(table).build();
+        List<ShardStatus> result = new ArrayList<>();
+        for (DescribeShardsResponse response :
+                onEveryNode(
+                        () -> "DescribeShards(" + table + ")",
+                        table,
+                        stub -> stub.describeShards(request))) {
+            for (io.taishan.kv.proto.ShardStatus s : response.getShardsList()) {
+                result.add(ProtoConversions.shard(table, s));
+            }
+        }
+        result.sort(Comparator.comparingInt(ShardStatus::shard));
+        return result;
     }
 
     // ---- cluster

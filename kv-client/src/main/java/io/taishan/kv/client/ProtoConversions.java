@@ -31,7 +31,41 @@ final class ProtoConversions {
                 h.getOpenShards(),
                 h.getTables(),
                 h.getUptimeMillis(),
-                h.getVersion());
+                h.getVersion(),
+                h.getFilterBytes(),
+                h.getFilterLimitBytes(),
+                h.getFilterRebuilds());
+    }
+
+    static ShardStatus shard(String table, io.taishan.kv.proto.ShardStatus s) {
+        io.taishan.kv.proto.FilterStatus f = s.getFilter();
+        return new ShardStatus(
+                table,
+                s.getShard(),
+                s.getEpoch(),
+                s.getOpen(),
+                filterState(f.getState()),
+                f.getVersion(),
+                f.getMemoryBytes(),
+                f.getSavedBytes(),
+                f.getEstimatedFpp(),
+                f.getRebuildRunning(),
+                f.getRebuildQueued(),
+                f.getRebuildKeysScanned(),
+                f.getKeysAtBuild(),
+                f.getReason());
+    }
+
+    private static ShardStatus.FilterState filterState(io.taishan.kv.proto.FilterState state) {
+        return switch (state) {
+            case FILTER_STATE_AVAILABLE -> ShardStatus.FilterState.AVAILABLE;
+            case FILTER_STATE_REBUILDING -> ShardStatus.FilterState.REBUILDING;
+            case FILTER_STATE_UNAVAILABLE -> ShardStatus.FilterState.UNAVAILABLE;
+            case FILTER_STATE_SAVED -> ShardStatus.FilterState.SAVED;
+            case FILTER_STATE_EMPTY -> ShardStatus.FilterState.EMPTY;
+            case FILTER_STATE_MISSING -> ShardStatus.FilterState.MISSING;
+            case FILTER_STATE_UNSPECIFIED, UNRECOGNIZED -> ShardStatus.FilterState.UNKNOWN;
+        };
     }
 
     /** A limit the server left unset (0) is taken as no limit. */

@@ -49,7 +49,7 @@ final class RetryingCaller {
                 return rpc.apply(
                         node.blockingStub().withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
             } catch (StatusRuntimeException e) {
-                if (attempt >= allowed || !GrpcErrors.isTransient(e.getStatus().getCode())) {
+                if (attempt >= allowed || !GrpcErrors.isRetryable(e)) {
                     throw GrpcErrors.toKvException(e, node.address(), what.get(), attempt);
                 }
                 prepareRetry(node, e.getStatus());
@@ -105,7 +105,7 @@ final class RetryingCaller {
                     @Override
                     public void onFailure(Throwable failure) {
                         Status status = Status.fromThrowable(failure);
-                        if (attempt >= allowed || !GrpcErrors.isTransient(status.getCode())) {
+                        if (attempt >= allowed || !GrpcErrors.isRetryable(failure)) {
                             result.completeExceptionally(
                                     GrpcErrors.toKvException(
                                             failure, node.address(), what.get(), attempt));

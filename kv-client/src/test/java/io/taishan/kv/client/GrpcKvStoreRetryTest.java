@@ -80,7 +80,8 @@ class GrpcKvStoreRetryTest {
                 call("ListSnapshots", s -> s.listSnapshots("t")),
                 call("ListSnapshots", s -> s.listSnapshots("t", 1)),
                 call("DropSnapshot", s -> s.dropSnapshot("t", 1, 1)),
-                call("DropSnapshotsBelow", s -> s.dropSnapshotsBelow("t", 1)));
+                call("DropSnapshotsBelow", s -> s.dropSnapshotsBelow("t", 1)),
+                call("FetchFilter", s -> s.fetchFilter(s.openShard("t", 2)).close()));
     }
 
     static Stream<Arguments> nonIdempotentCalls() {

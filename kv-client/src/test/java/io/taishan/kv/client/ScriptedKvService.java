@@ -6,6 +6,8 @@ import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
+import io.taishan.bloom.BloomFilter;
+import io.taishan.bloom.KeyHash;
 import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CloneResponse;
 import io.taishan.kv.proto.ClusterInfoRequest;
@@ -21,6 +23,9 @@ import io.taishan.kv.proto.DropSnapshotsBelowResponse;
 import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.DropTableResponse;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.FilterHeader;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.GetResponse;
 import io.taishan.kv.proto.HealthRequest;
@@ -70,9 +75,9 @@ import java.util.function.Supplier;
 /**
  * A small in-memory KV service for the client's tests, speaking the real protocol over real gRPC:
  * tables, epochs with fencing, shard ownership by {@link ShardMap}, data, paged scans, snapshot
- * bookkeeping (no data copies). Faults can be scripted per RPC (fail the next N calls with a status
- * and error-code trailer; hold calls until a latch opens), and every call is counted and its
- * request kept.
+ * bookkeeping (no data copies), each shard's Bloom filter built from its keys at fetch time. Faults
+ * can be scripted per RPC (fail the next N calls with a status and error-code trailer; hold calls
+ * until a latch opens), and every call is counted and its request kept.
  */
 public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
     private static final Comparator<ByteString> UNSIGNED =
@@ -87,6 +92,10 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
     private final Map<String, List<Message>> requests = new ConcurrentHashMap<>();
     private final Map<String, Deque<StatusRuntimeException>> faults = new ConcurrentHashMap<>();
     private final Map<String, CountDownLatch> gates = new ConcurrentHashMap<>();
+    private final Deque<Integer> filterStreamBreaks = new ArrayDeque<>();
+    private volatile long filterVersion;
+    private volatile int filterChunkBytes = 512;
+    private volatile long filterSizeSkew;
 
     // Guarded by this.
     private final Map<String, TableInfo> tables = new TreeMap<>();
@@ -131,6 +140,33 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
         CountDownLatch gate = new CountDownLatch(1);
         gates.put(method, gate);
         return gate;
+    }
+
+    /** The filter version reported by writes and fetches. */
+    public void setFilterVersion(long version) {
+        this.filterVersion = version;
+    }
+
+    /** The most bytes one FetchFilter chunk carries. */
+    public void setFilterChunkBytes(int bytes) {
+        this.filterChunkBytes = bytes;
+    }
+
+    /** FetchFilter headers announce this many bytes more than the filter has (a broken server). */
+    public void setFilterSizeSkew(long bytes) {
+        this.filterSizeSkew = bytes;
+    }
+
+    /**
+     * The next {@code count} FetchFilter streams send their header and {@code chunks} chunks, then
+     * fail with UNAVAILABLE: a connection lost half-way.
+     */
+    public void breakNextFilterStreams(int count, int chunks) {
+        synchronized (filterStreamBreaks) {
+            for (int i = 0; i < count; i++) {
+                filterStreamBreaks.add(chunks);
+            }
+        }
     }
 
     public void releaseAll() {
@@ -411,7 +447,9 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
         String key = key(table, shardWrite.getShard());
         NavigableMap<ByteString, ByteString> shard = data.get(key);
         ShardWriteResult.Builder result =
-                ShardWriteResult.newBuilder().setShard(shardWrite.getShard());
+                ShardWriteResult.newBuilder()
+                        .setShard(shardWrite.getShard())
+                        .setFilterVersion(filterVersion);
         for (WriteOp op : shardWrite.getOpsList()) {
             switch (op.getOpCase()) {
                 case PUT:
@@ -564,6 +602,84 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
                         }
                     }
                     return DropSnapshotsBelowResponse.newBuilder().setDropped(dropped).build();
+                });
+    }
+
+    // ---- filters
+
+    @Override
+    public void fetchFilter(
+            FetchFilterRequest request, StreamObserver<FetchFilterResponse> observer) {
+        Integer breakAfter;
+        synchronized (filterStreamBreaks) {
+            breakAfter = filterStreamBreaks.poll();
+        }
+        serve(
+                "FetchFilter",
+                request,
+                new StreamObserver<List<FetchFilterResponse>>() {
+                    private boolean broken;
+
+                    @Override
+                    public void onNext(List<FetchFilterResponse> messages) {
+                        for (int i = 0; i < messages.size(); i++) {
+                            if (breakAfter != null && i == breakAfter + 1) {
+                                broken = true;
+                                observer.onError(
+                                        error(
+                                                Status.Code.UNAVAILABLE,
+                                                ErrorCode.ERROR_CODE_UNSPECIFIED,
+                                                "scripted break of a filter stream"));
+                                return;
+                            }
+                            observer.onNext(messages.get(i));
+                        }
+                    }
+
+                    @Override
+                    public void onError(Throwable t) {
+                        observer.onError(t);
+                    }
+
+                    @Override
+                    public void onCompleted() {
+                        if (!broken) {
+                            observer.onCompleted();
+                        }
+                    }
+                },
+                () -> {
+                    NavigableMap<ByteString, ByteString> shard =
+                            shardData(request.getTable(), request.getShard());
+                    byte[] bytes;
+                    try (BloomFilter filter =
+                            BloomFilter.create(Math.max(1000, shard.size()), 0.01)) {
+                        for (ByteString key : shard.keySet()) {
+                            filter.put(KeyHash.hash(key.toByteArray()));
+                        }
+                        bytes = filter.toByteArray();
+                    }
+                    List<FetchFilterResponse> messages = new ArrayList<>();
+                    messages.add(
+                            FetchFilterResponse.newBuilder()
+                                    .setHeader(
+                                            FilterHeader.newBuilder()
+                                                    .setVersion(filterVersion)
+                                                    .setSerializedBytes(
+                                                            bytes.length + filterSizeSkew))
+                                    .build());
+                    int chunk = filterChunkBytes;
+                    for (int offset = 0; offset < bytes.length; offset += chunk) {
+                        messages.add(
+                                FetchFilterResponse.newBuilder()
+                                        .setChunk(
+                                                ByteString.copyFrom(
+                                                        bytes,
+                                                        offset,
+                                                        Math.min(chunk, bytes.length - offset)))
+                                        .build());
+                    }
+                    return messages;
                 });
     }
 

@@ -30,6 +30,7 @@ final class ErrorStatus {
             case LIMIT_EXCEEDED -> Status.RESOURCE_EXHAUSTED;
             case INVALID_ARGUMENT -> Status.INVALID_ARGUMENT;
             case SHUTTING_DOWN -> Status.UNAVAILABLE;
+            case FILTER_UNAVAILABLE -> Status.UNAVAILABLE;
             case STORAGE_ERROR, ERROR_CODE_UNSPECIFIED, UNRECOGNIZED -> Status.INTERNAL;
         };
     }
