@@ -61,6 +61,15 @@ final class ConfigValues {
         }
     }
 
+    static double decimal(String key, String value) {
+        try {
+            return Double.parseDouble(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(
+                    "bad number for '" + key + "': '" + value + "' (expected e.g. 0.01)");
+        }
+    }
+
     static boolean bool(String key, String value) {
         String v = value.trim().toLowerCase(Locale.ROOT);
         if (v.equals("true") || v.equals("false")) {

@@ -1,6 +1,7 @@
 package io.taishan.kv.server;
 
 import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.StorageOptions;
 import io.taishan.kv.server.storage.WalMode;
 import java.nio.file.Path;
@@ -54,7 +55,14 @@ public final class KvServerConfig {
                         b.backgroundThreads,
                         b.maxOpenFilesPerShard,
                         b.shardIdleClose,
-                        b.maxOpenShards);
+                        b.maxOpenShards,
+                        new FilterOptions(
+                                b.filterTargetFpp,
+                                b.filterMaxShardBytes,
+                                b.filterMaxMemoryBytes,
+                                b.filterRebuildThreads,
+                                b.filterRebuildBytesPerSecond,
+                                b.filterMaxConcurrentFetches));
         this.shutdownGrace = b.shutdownGrace;
     }
 
@@ -79,6 +87,7 @@ public final class KvServerConfig {
         b.maxOpenFilesPerShard = storage.maxOpenFilesPerShard();
         b.shardIdleClose = storage.shardIdleClose();
         b.maxOpenShards = storage.maxOpenShards();
+        b.filters(storage.filters());
         b.shutdownGrace = shutdownGrace;
         return b;
     }
@@ -128,6 +137,11 @@ public final class KvServerConfig {
         return shutdownGrace;
     }
 
+    /** How the shards' Bloom filters are sized, bounded and rebuilt. */
+    public FilterOptions filters() {
+        return storage.filters();
+    }
+
     @Override
     public String toString() {
         return "KvServerConfig{host="
@@ -171,6 +185,12 @@ public final class KvServerConfig {
         private int maxOpenFilesPerShard;
         private Duration shardIdleClose;
         private int maxOpenShards;
+        private double filterTargetFpp;
+        private long filterMaxShardBytes;
+        private long filterMaxMemoryBytes;
+        private int filterRebuildThreads;
+        private long filterRebuildBytesPerSecond;
+        private int filterMaxConcurrentFetches;
         private Duration shutdownGrace = Duration.ofSeconds(10);
 
         private Builder() {
@@ -184,6 +204,7 @@ public final class KvServerConfig {
             maxOpenFilesPerShard = d.maxOpenFilesPerShard();
             shardIdleClose = d.shardIdleClose();
             maxOpenShards = d.maxOpenShards();
+            filters(d.filters());
         }
 
         public Builder host(String host) {
@@ -297,6 +318,17 @@ public final class KvServerConfig {
             return this;
         }
 
+        /** The Bloom filter settings (the {@code filter.*} keys). */
+        public Builder filters(FilterOptions options) {
+            filterTargetFpp = options.targetFpp();
+            filterMaxShardBytes = options.maxShardBytes();
+            filterMaxMemoryBytes = options.maxMemoryBytes();
+            filterRebuildThreads = options.rebuildThreads();
+            filterRebuildBytesPerSecond = options.rebuildBytesPerSecond();
+            filterMaxConcurrentFetches = options.maxConcurrentFetches();
+            return this;
+        }
+
         public Builder shutdownGrace(Duration d) {
             this.shutdownGrace = Objects.requireNonNull(d);
             return this;
@@ -339,6 +371,17 @@ public final class KvServerConfig {
                     case "shards.idle-close" -> shardIdleClose(ConfigValues.duration(key, v));
                     case "shards.max-open" -> maxOpenShards(ConfigValues.integer(key, v));
                     case "shutdown.grace" -> shutdownGrace(ConfigValues.duration(key, v));
+                    case "filter.target-fpp" -> filterTargetFpp = ConfigValues.decimal(key, v);
+                    case "filter.max-shard-bytes" ->
+                            filterMaxShardBytes = ConfigValues.bytes(key, v);
+                    case "filter.max-memory-bytes" ->
+                            filterMaxMemoryBytes = ConfigValues.bytes(key, v);
+                    case "filter.rebuild-threads" ->
+                            filterRebuildThreads = ConfigValues.integer(key, v);
+                    case "filter.rebuild-bytes-per-second" ->
+                            filterRebuildBytesPerSecond = ConfigValues.bytes(key, v);
+                    case "filter.max-concurrent-fetches" ->
+                            filterMaxConcurrentFetches = ConfigValues.integer(key, v);
                     default ->
                             throw new IllegalArgumentException("unknown config key '" + key + "'");
                 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.WalMode;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -141,6 +142,12 @@ class KvServerMainTest {
                         "shards.idle-close = 30s",
                         "shards.max-open = 500",
                         "shutdown.grace = 2s",
+                        "filter.target-fpp = 0.001",
+                        "filter.max-shard-bytes = 16m",
+                        "filter.max-memory-bytes = 128m",
+                        "filter.rebuild-threads = 2",
+                        "filter.rebuild-bytes-per-second = 32m",
+                        "filter.max-concurrent-fetches = 3",
                         ""));
         KvServerConfig c =
                 KvServerMain.parse(
@@ -163,7 +170,47 @@ class KvServerMainTest {
         assertThat(storage.shardIdleClose()).isEqualTo(Duration.ofSeconds(30));
         assertThat(storage.maxOpenShards()).isEqualTo(500);
         assertThat(c.shutdownGrace()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(c.filters())
+                .isEqualTo(new FilterOptions(0.001, 16L << 20, 128L << 20, 2, 32L << 20, 3));
         assertThat(KvServerMain.parse(new String[] {"--help"})).isNull();
+    }
+
+    @Test
+    void badFilterSettingsNameTheirKey() {
+        assertThatThrownBy(
+                        () ->
+                                KvServerConfig.builder()
+                                        .properties(props("filter.target-fpp", "0.9"))
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("filter.target-fpp");
+        assertThatThrownBy(
+                        () ->
+                                KvServerConfig.builder()
+                                        .properties(props("filter.rebuild-threads", "0"))
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("filter.rebuild-threads must be in 1..8, not 0");
+        assertThatThrownBy(
+                        () ->
+                                KvServerConfig.builder()
+                                        .properties(props("filter.max-memory-bytes", "lots"))
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'filter.max-memory-bytes'");
+        assertThat(
+                        KvServerConfig.builder()
+                                .properties(props("filter.rebuild-bytes-per-second", "0"))
+                                .build()
+                                .filters()
+                                .rebuildBytesPerSecond())
+                .isZero();
+    }
+
+    private static java.util.Properties props(String key, String value) {
+        java.util.Properties p = new java.util.Properties();
+        p.setProperty(key, value);
+        return p;
     }
 
     @Test

@@ -11,6 +11,7 @@ import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.ScanRange;
+import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.testing.KvServerProcess;
@@ -51,6 +52,10 @@ class UncleanStopFencingTest {
             restored = kv.restore(TABLE, crash.written.shard(), 1);
             assertThat(s(kv.get(restored, b("a")))).isEqualTo("snapshotted");
             assertThat(kv.get(restored, b("later"))).isNull();
+            // The restore brings the snapshot's filter: there at once, with what was snapshotted.
+            try (ShardFilter filter = kv.fetchFilter(restored)) {
+                assertThat(FilterEndToEndTest.falseNegatives(filter, List.of("a"))).isEmpty();
+            }
             kv.write(new WriteBatch(TABLE).put(restored, b("after"), b("restore")));
         }
         // Stopped cleanly (SIGTERM) and restarted: the old leases stay fenced, the new one is
@@ -72,6 +77,11 @@ class UncleanStopFencingTest {
             assertThat(s(kv.get(crash.written, b("a")))).isEqualTo("after-snapshot");
             assertThat(s(kv.get(crash.written, b("later")))).isEqualTo("unflushed");
             assertThat(s(kv.get(crash.written, b("l")))).isEqualTo("x,y");
+            // No filter was saved since those writes: the one served is rebuilt from the keys.
+            try (ShardFilter filter = FilterEndToEndTest.fetch(kv, crash.written)) {
+                assertThat(FilterEndToEndTest.falseNegatives(filter, List.of("a", "later", "l")))
+                        .isEmpty();
+            }
             kv.write(new WriteBatch(TABLE).append(crash.written, b("l"), b("z")));
             assertThat(s(kv.get(crash.written, b("l")))).isEqualTo("x,y,z");
             assertThat(second.recentOutput()).contains("leases stay valid");
@@ -201,7 +211,8 @@ class UncleanStopFencingTest {
                         "append", () -> kv.write(new WriteBatch(TABLE).append(old, b("l"), b("z"))),
                         "marker",
                                 () -> kv.write(new WriteBatch(TABLE).snapshotMarker(old, 2, false)),
-                        "snapshot", () -> kv.snapshot(List.of(old), 3, false));
+                        "snapshot", () -> kv.snapshot(List.of(old), 3, false),
+                        "fetch-filter", () -> kv.fetchFilter(old).close());
         calls.forEach((name, call) -> assertFenced(call));
     }
 

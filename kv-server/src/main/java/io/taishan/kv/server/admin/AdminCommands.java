@@ -3,12 +3,14 @@ package io.taishan.kv.server.admin;
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardMap;
+import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import javax.annotation.Nullable;
@@ -55,7 +57,10 @@ final class AdminCommands {
                         ">tables",
                         ">open shards",
                         "uptime",
-                        "version");
+                        "version",
+                        ">filter memory",
+                        ">filter limit",
+                        ">rebuilds");
         boolean allServing = true;
         for (NodeHealth node : nodes) {
             allServing &= node.isServing();
@@ -66,7 +71,10 @@ final class AdminCommands {
                     node.tables(),
                     node.openShards(),
                     node.isServing() ? Formats.duration(node.uptimeMillis()) : "-",
-                    node.version().isEmpty() ? "-" : node.version());
+                    node.version().isEmpty() ? "-" : node.version(),
+                    node.isServing() ? Formats.size(node.filterBytes()) : "-",
+                    node.isServing() ? Formats.size(node.filterLimitBytes()) : "-",
+                    node.isServing() ? node.filterRebuilds() : "-");
         }
         table.print(out);
         return allServing ? EXIT_OK : EXIT_FAILED;
@@ -96,6 +104,10 @@ final class AdminCommands {
     int describe(String name) {
         TableInfo info = table(name);
         List<SnapshotInfo> snapshots = kv.listSnapshots(name);
+        Map<Integer, ShardStatus> statuses = new TreeMap<>();
+        for (ShardStatus status : kv.describeShards(name)) {
+            statuses.put(status.shard(), status);
+        }
         List<String> nodes = kv.nodeAddresses();
         out.println("table    " + info.name());
         out.println("shards   " + info.shardCount());
@@ -109,11 +121,18 @@ final class AdminCommands {
                         ">pinned",
                         ">oldest id",
                         ">newest id",
-                        ">snapshot size");
+                        ">snapshot size",
+                        "filter",
+                        ">version",
+                        ">memory",
+                        ">saved",
+                        ">est. fpp");
+        List<String> reasons = new ArrayList<>();
         for (int shard = 0; shard < info.shardCount(); shard++) {
             int s = shard;
             SnapshotTotals totals =
                     SnapshotTotals.of(snapshots.stream().filter(i -> i.shard() == s).toList());
+            ShardStatus status = statuses.get(shard);
             table.row(
                     shard,
                     nodes.get(ShardMap.nodeOf(shard, info.shardCount(), nodes.size())),
@@ -121,9 +140,26 @@ final class AdminCommands {
                     totals.pinned(),
                     totals.count() == 0 ? "-" : totals.oldestId(),
                     totals.count() == 0 ? "-" : totals.newestId(),
-                    Formats.size(totals.bytes()));
+                    Formats.size(totals.bytes()),
+                    filterState(status),
+                    status != null && status.filterState() == ShardStatus.FilterState.AVAILABLE
+                            ? status.filterVersion()
+                            : "-",
+                    status == null || !status.open()
+                            ? "-"
+                            : Formats.size(status.filterMemoryBytes()),
+                    status == null || status.filterSavedBytes() == 0
+                            ? "-"
+                            : Formats.size(status.filterSavedBytes()),
+                    status != null && status.filterState() == ShardStatus.FilterState.AVAILABLE
+                            ? String.format(Locale.ROOT, "%.3f%%", 100 * status.estimatedFpp())
+                            : "-");
+            if (status != null && !status.reason().isEmpty()) {
+                reasons.add("shard " + shard + ": " + status.reason());
+            }
         }
         table.print(out);
+        reasons.forEach(out::println);
         SnapshotTotals all = SnapshotTotals.of(snapshots);
         out.println(
                 all.count()
@@ -132,6 +168,24 @@ final class AdminCommands {
                         + " pinned, "
                         + Formats.size(all.bytes()));
         return EXIT_OK;
+    }
+
+    /**
+     * available, rebuilding (no filter until the scan ends), unavailable (none, see the reason);
+     * for closed shards: saved, empty or missing (rebuilt when it opens); - for untouched shards.
+     */
+    private static String filterState(@Nullable ShardStatus status) {
+        if (status == null) {
+            return "-";
+        }
+        String state = status.filterState().name().toLowerCase(Locale.ROOT);
+        if (status.filterState() == ShardStatus.FilterState.AVAILABLE && status.rebuildRunning()) {
+            return state + "+rebuild " + status.rebuildKeysScanned() + " keys";
+        }
+        if (status.filterState() == ShardStatus.FilterState.REBUILDING) {
+            return state + " " + status.rebuildKeysScanned() + " keys";
+        }
+        return state;
     }
 
     int snapshots(String name, @Nullable Integer onlyShard) {

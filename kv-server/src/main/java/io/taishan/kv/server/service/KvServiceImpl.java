@@ -1,6 +1,8 @@
 package io.taishan.kv.server.service;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.proto.CloneRequest;
@@ -9,6 +11,8 @@ import io.taishan.kv.proto.ClusterInfoRequest;
 import io.taishan.kv.proto.ClusterInfoResponse;
 import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.CreateTableResponse;
+import io.taishan.kv.proto.DescribeShardsRequest;
+import io.taishan.kv.proto.DescribeShardsResponse;
 import io.taishan.kv.proto.DescribeTableRequest;
 import io.taishan.kv.proto.DescribeTableResponse;
 import io.taishan.kv.proto.DropSnapshotRequest;
@@ -18,6 +22,10 @@ import io.taishan.kv.proto.DropSnapshotsBelowResponse;
 import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.DropTableResponse;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.FilterHeader;
+import io.taishan.kv.proto.FilterState;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.GetResponse;
 import io.taishan.kv.proto.HealthRequest;
@@ -38,6 +46,7 @@ import io.taishan.kv.proto.RestoreResponse;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardStatus;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.ShardWriteResult;
 import io.taishan.kv.proto.SnapshotInfo;
@@ -48,6 +57,8 @@ import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.server.storage.FilterCopy;
+import io.taishan.kv.server.storage.FilterStatus;
 import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.ScanPage;
 import io.taishan.kv.server.storage.ShardStore;
@@ -55,6 +66,8 @@ import io.taishan.kv.server.storage.SnapshotMeta;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.TableMeta;
 import io.taishan.kv.server.storage.TableStore;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -68,6 +81,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
@@ -187,6 +201,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                 .setTables(storage.tables().size())
                                 .setUptimeMillis(System.currentTimeMillis() - startedAtMillis)
                                 .setVersion(version)
+                                .setFilterBytes(storage.filterBytes())
+                                .setFilterLimitBytes(storage.filterLimitBytes())
+                                .setFilterRebuilds(storage.filterRebuildsPending())
                                 .build());
     }
 
@@ -286,7 +303,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
-                    return OpenShardResponse.newBuilder().setEpoch(shard.open()).build();
+                    long epoch = shard.open();
+                    shard.prepareFilter();
+                    return OpenShardResponse.newBuilder().setEpoch(epoch).build();
                 });
     }
 
@@ -423,19 +442,24 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     for (ShardWrite w : request.getShardsList()) {
                         byShard.put(w.getShard(), w);
                     }
-                    Map<Integer, List<SnapshotMeta>> taken = new HashMap<>();
+                    Map<Integer, Applied> applied = new HashMap<>();
                     List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
                     try {
                         for (ShardWrite w : byShard.values()) {
                             sessions.add(table.shard(w.getShard()).beginWrite(w.getEpoch()));
                         }
                         List<ShardWrite> writes = new ArrayList<>(byShard.values());
-                        List<List<SnapshotMeta>> results =
+                        List<Applied> results =
                                 acrossShards(
                                         writes.size(),
-                                        i -> sessions.get(i).apply(writes.get(i).getOpsList()));
+                                        i -> {
+                                            ShardStore.WriteSession session = sessions.get(i);
+                                            List<SnapshotMeta> taken =
+                                                    session.apply(writes.get(i).getOpsList());
+                                            return new Applied(taken, session.filterVersion());
+                                        });
                         for (int i = 0; i < writes.size(); i++) {
-                            taken.put(writes.get(i).getShard(), results.get(i));
+                            applied.put(writes.get(i).getShard(), results.get(i));
                         }
                     } finally {
                         for (ShardStore.WriteSession s : sessions) {
@@ -444,16 +468,23 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     }
                     WriteResponse.Builder b = WriteResponse.newBuilder();
                     for (ShardWrite w : request.getShardsList()) {
+                        Applied a = applied.get(w.getShard());
                         ShardWriteResult.Builder r =
                                 ShardWriteResult.newBuilder().setShard(w.getShard());
-                        for (SnapshotMeta m : taken.get(w.getShard())) {
+                        for (SnapshotMeta m : a.snapshots()) {
                             r.addSnapshots(toProto(table.name(), w.getShard(), m));
+                        }
+                        if (a.filterVersion() >= 0) {
+                            r.setFilterVersion(a.filterVersion());
                         }
                         b.addResults(r);
                     }
                     return b.build();
                 });
     }
+
+    /** What one shard's part of a Write did; filterVersion -1 while it has no filter to serve. */
+    private record Applied(List<SnapshotMeta> snapshots, long filterVersion) {}
 
     private void validateWrite(TableStore table, WriteRequest request) {
         String where = "Write to table '" + table.name() + "'";
@@ -565,9 +596,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 () -> {
                     ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
                     checkSnapshotId(request.getSnapshotId(), "Restore of " + shard);
-                    return RestoreResponse.newBuilder()
-                            .setEpoch(shard.restore(request.getSnapshotId()))
-                            .build();
+                    long epoch = shard.restore(request.getSnapshotId());
+                    shard.prepareFilter();
+                    return RestoreResponse.newBuilder().setEpoch(epoch).build();
                 });
     }
 
@@ -595,9 +626,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     ShardStore from = ownedShard(source, request.getShard());
                     ShardStore into = ownedShard(target, request.getShard());
                     checkSnapshotId(request.getSnapshotId(), "Clone of " + from);
-                    return CloneResponse.newBuilder()
-                            .setEpoch(into.cloneFrom(from, request.getSnapshotId()))
-                            .build();
+                    long epoch = into.cloneFrom(from, request.getSnapshotId());
+                    into.prepareFilter();
+                    return CloneResponse.newBuilder().setEpoch(epoch).build();
                 });
     }
 
@@ -664,6 +695,230 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     }
                     return DropSnapshotsBelowResponse.newBuilder().setDropped(dropped).build();
                 });
+    }
+
+    // ---- filters
+
+    /** Bytes of filter per message: far below any gRPC message limit, few messages per filter. */
+    static final int FILTER_CHUNK_BYTES = 1 << 20;
+
+    /**
+     * Validates here, then takes the copy and streams it on the node's filter-fetch threads (at
+     * most filter.max-concurrent-fetches copies exist at once), sending a chunk only when the
+     * transport is ready for it, so a slow client costs one chunk of buffer, not the filter.
+     */
+    @Override
+    public void fetchFilter(
+            FetchFilterRequest request, StreamObserver<FetchFilterResponse> response) {
+        ServerCallStreamObserver<FetchFilterResponse> call =
+                (ServerCallStreamObserver<FetchFilterResponse>) response;
+        FilterStream stream;
+        try {
+            if (shuttingDown) {
+                throw KvServerException.shuttingDown();
+            }
+            ShardStore shard = ownedShard(table(request.getTable()), request.getShard().getShard());
+            stream = new FilterStream(call, shard, request.getShard().getEpoch());
+        } catch (KvServerException e) {
+            LOG.debug("FetchFilter refused: {}", e.getMessage());
+            call.onError(ErrorStatus.of(e));
+            return;
+        } catch (RuntimeException e) {
+            LOG.error("FetchFilter failed unexpectedly", e);
+            call.onError(
+                    ErrorStatus.of(
+                            ErrorCode.STORAGE_ERROR,
+                            "FetchFilter failed on node " + cluster.selfAddress() + ": " + e));
+            return;
+        }
+        call.setOnReadyHandler(stream::wakeUp);
+        call.setOnCancelHandler(stream::wakeUp);
+        try {
+            storage.filterFetchExecutor().execute(stream);
+        } catch (RejectedExecutionException e) {
+            call.onError(ErrorStatus.of(KvServerException.shuttingDown()));
+        }
+    }
+
+    /** One FetchFilter response stream, written by a filter-fetch thread. */
+    private final class FilterStream implements Runnable {
+        private final ServerCallStreamObserver<FetchFilterResponse> call;
+        private final ShardStore shard;
+        private final long epoch;
+        private final Object readiness = new Object();
+
+        FilterStream(
+                ServerCallStreamObserver<FetchFilterResponse> call, ShardStore shard, long epoch) {
+            this.call = call;
+            this.shard = shard;
+            this.epoch = epoch;
+        }
+
+        void wakeUp() {
+            synchronized (readiness) {
+                readiness.notifyAll();
+            }
+        }
+
+        @Override
+        public void run() {
+            if (call.isCancelled()) {
+                return;
+            }
+            FilterCopy copy;
+            try {
+                copy = shard.copyFilter(epoch);
+            } catch (KvServerException e) {
+                if (e.code() == ErrorCode.STORAGE_ERROR) {
+                    LOG.error("FetchFilter failed: {}", e.getMessage(), e);
+                } else {
+                    LOG.debug("FetchFilter refused: {}", e.getMessage());
+                }
+                call.onError(ErrorStatus.of(e));
+                return;
+            } catch (RuntimeException e) {
+                LOG.error("FetchFilter of {} failed unexpectedly", shard, e);
+                call.onError(
+                        ErrorStatus.of(
+                                ErrorCode.STORAGE_ERROR,
+                                "FetchFilter of " + shard + " failed: " + e));
+                return;
+            }
+            try (copy) {
+                send(
+                        FetchFilterResponse.newBuilder()
+                                .setHeader(
+                                        FilterHeader.newBuilder()
+                                                .setVersion(copy.version())
+                                                .setSerializedBytes(copy.serializedFilterBytes()))
+                                .build());
+                ChunkOutput out = new ChunkOutput();
+                copy.writeFilterTo(out);
+                out.sendRest();
+                call.onCompleted();
+            } catch (ClientGone e) {
+                LOG.debug("FetchFilter of {} cancelled by the client", shard);
+            } catch (IOException | RuntimeException e) {
+                LOG.error("FetchFilter of {} failed while sending", shard, e);
+                call.onError(
+                        ErrorStatus.of(
+                                ErrorCode.STORAGE_ERROR,
+                                "FetchFilter of " + shard + " failed while sending: " + e));
+            }
+        }
+
+        private void send(FetchFilterResponse message) throws ClientGone {
+            synchronized (readiness) {
+                while (!call.isReady()) {
+                    if (call.isCancelled()) {
+                        throw new ClientGone();
+                    }
+                    try {
+                        // Woken by onReady or onCancel; the timeout only guards a lost wake-up.
+                        readiness.wait(100);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new ClientGone();
+                    }
+                }
+            }
+            call.onNext(message);
+        }
+
+        /** Cuts the filter's bytes into chunks; each buffer is sent as is, never reused. */
+        private final class ChunkOutput extends OutputStream {
+            private byte[] buffer = new byte[FILTER_CHUNK_BYTES];
+            private int filled;
+
+            @Override
+            public void write(int b) throws IOException {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] b, int offset, int length) throws IOException {
+                while (length > 0) {
+                    int n = Math.min(length, buffer.length - filled);
+                    System.arraycopy(b, offset, buffer, filled, n);
+                    filled += n;
+                    offset += n;
+                    length -= n;
+                    if (filled == buffer.length) {
+                        sendRest();
+                    }
+                }
+            }
+
+            void sendRest() throws ClientGone {
+                if (filled == 0) {
+                    return;
+                }
+                byte[] full = buffer;
+                int n = filled;
+                buffer = new byte[FILTER_CHUNK_BYTES];
+                filled = 0;
+                send(
+                        FetchFilterResponse.newBuilder()
+                                .setChunk(UnsafeByteOperations.unsafeWrap(full, 0, n))
+                                .build());
+            }
+        }
+    }
+
+    /** The client cancelled the stream or its deadline passed. */
+    private static final class ClientGone extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        ClientGone() {
+            super("the client is gone");
+        }
+    }
+
+    @Override
+    public void describeShards(
+            DescribeShardsRequest request, StreamObserver<DescribeShardsResponse> response) {
+        respond(
+                response,
+                "DescribeShards",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    DescribeShardsResponse.Builder b = DescribeShardsResponse.newBuilder();
+                    for (int s : ownedExistingShards(table)) {
+                        ShardStore shard = table.shard(s);
+                        b.addShards(
+                                ShardStatus.newBuilder()
+                                        .setShard(s)
+                                        .setEpoch(shard.epoch())
+                                        .setOpen(shard.isOpen())
+                                        .setFilter(toProto(shard.filterStatus())));
+                    }
+                    return b.build();
+                });
+    }
+
+    private static io.taishan.kv.proto.FilterStatus toProto(FilterStatus f) {
+        FilterState state =
+                switch (f.state()) {
+                    case AVAILABLE -> FilterState.FILTER_STATE_AVAILABLE;
+                    case REBUILDING -> FilterState.FILTER_STATE_REBUILDING;
+                    case UNAVAILABLE -> FilterState.FILTER_STATE_UNAVAILABLE;
+                    case SAVED -> FilterState.FILTER_STATE_SAVED;
+                    case EMPTY -> FilterState.FILTER_STATE_EMPTY;
+                    case MISSING -> FilterState.FILTER_STATE_MISSING;
+                };
+        return io.taishan.kv.proto.FilterStatus.newBuilder()
+                .setState(state)
+                .setVersion(f.version())
+                .setMemoryBytes(f.memoryBytes())
+                .setSavedBytes(f.savedBytes())
+                .setEstimatedFpp(f.estimatedFpp())
+                .setRebuildRunning(f.rebuildRunning())
+                .setRebuildQueued(f.rebuildQueued())
+                .setRebuildKeysScanned(f.rebuildKeysScanned())
+                .setKeysAtBuild(f.keysAtBuild())
+                .setReason(f.reason())
+                .build();
     }
 
     // ---- helpers

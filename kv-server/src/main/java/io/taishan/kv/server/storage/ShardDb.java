@@ -1,10 +1,12 @@
 package io.taishan.kv.server.storage;
 
+import io.taishan.bloom.KeyHash;
 import io.taishan.kv.client.ScanRange;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import javax.annotation.Nullable;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.FlushOptions;
 import org.rocksdb.Options;
@@ -13,6 +15,7 @@ import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Slice;
+import org.rocksdb.Snapshot;
 import org.rocksdb.WriteBatch;
 
 /** One open RocksDB instance: the live data of one shard. Not concerned with locking. */
@@ -99,6 +102,56 @@ final class ShardDb implements AutoCloseable {
                 boolean hasMore = it.isValid();
                 return new ScanPage(entries, hasMore, hasMore ? it.key() : EMPTY);
             }
+        }
+    }
+
+    /** A consistent view for a filter rebuild's scan; release it before the instance closes. */
+    Snapshot getSnapshot() {
+        return db.getSnapshot();
+    }
+
+    void releaseSnapshot(Snapshot snapshot) {
+        db.releaseSnapshot(snapshot);
+    }
+
+    /** A key buffer a scan reuses, so reading a key allocates nothing. */
+    static final class KeyBuffer {
+        byte[] bytes = new byte[256];
+    }
+
+    /**
+     * One page of a filter rebuild's scan.
+     *
+     * @param keys how many hashes were written
+     * @param bytes key and value bytes the page read
+     * @param nextKey where the next page starts, null after the last key
+     */
+    record KeyPage(int keys, long bytes, @Nullable byte[] nextKey) {}
+
+    /**
+     * Hashes ({@link KeyHash}) up to {@code hashes.length} keys of {@code snapshot}, from {@code
+     * from} on. Values are not copied, only their length counted. The page does not go into the
+     * block cache, so a rebuild does not evict what reads need.
+     */
+    KeyPage hashKeys(Snapshot snapshot, byte[] from, long[] hashes, KeyBuffer buffer)
+            throws RocksDBException {
+        try (ReadOptions ro = new ReadOptions().setSnapshot(snapshot).setFillCache(false);
+                RocksIterator it = db.newIterator(ro)) {
+            it.seek(from);
+            int n = 0;
+            long bytes = 0;
+            while (it.isValid() && n < hashes.length) {
+                int length = it.key(buffer.bytes);
+                if (length > buffer.bytes.length) {
+                    buffer.bytes = new byte[Math.max(length, 2 * buffer.bytes.length)];
+                    it.key(buffer.bytes);
+                }
+                hashes[n++] = KeyHash.hash(buffer.bytes, 0, length);
+                bytes += length + it.value(EMPTY);
+                it.next();
+            }
+            it.status();
+            return new KeyPage(n, bytes, it.isValid() ? it.key() : null);
         }
     }
 

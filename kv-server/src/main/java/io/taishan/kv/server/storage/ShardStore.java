@@ -1,5 +1,8 @@
 package io.taishan.kv.server.storage;
 
+import io.taishan.bloom.FilterGeometry;
+import io.taishan.bloom.KeyHash;
+import io.taishan.bloom.RebuildingFilter;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.WriteOp;
 import java.io.IOException;
@@ -12,10 +15,13 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.NavigableMap;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import javax.annotation.Nullable;
 import org.rocksdb.RocksDBException;
+import org.rocksdb.Snapshot;
 import org.rocksdb.WriteBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -32,6 +38,25 @@ import org.slf4j.LoggerFactory;
  * so a clone may read a source snapshot while the source keeps writing. Order: state, writer,
  * snapshotsLock; a thread holding a shard's state lock may take another shard's snapshotsLock,
  * never its state lock, except a multi-shard write, which takes state read locks in shard order.
+ *
+ * <p><b>Bloom filter.</b> An open shard has a {@link RebuildingFilter} of its keys, and a flag
+ * saying whether the server can vouch for it ({@code filterTrusted}: it contains every key live in
+ * the shard). Only a trusted filter is ever served or saved with a snapshot; an untrusted one is
+ * rebuilt from a key scan in the background ({@link #rebuildFilter}). Where it comes from when the
+ * shard opens:
+ *
+ * <ul>
+ *   <li>{@code live/TAISHAN-FILTER}, written at a clean close (after the flush) and unlinked
+ *       (durably) before the first put or merge after it was loaded, so a file that exists covers
+ *       the live data, whatever kind of stop came since. Restore and clone bring the snapshot's
+ *       file into {@code live/} with its SSTs (a hard link: no copy).
+ *   <li>No file and no RocksDB data yet: an empty filter is complete.
+ *   <li>No file but data (an unclean stop after a write, a snapshot from before filters, a file
+ *       that does not read): no filter until a rebuild finished.
+ * </ul>
+ *
+ * Puts and merges are inserted after RocksDB applied them and before the write returns, under the
+ * writer lock; deletes are not (false positives until the next rebuild, never false negatives).
  */
 public final class ShardStore {
     private static final Logger LOG = LoggerFactory.getLogger(ShardStore.class);
@@ -44,6 +69,7 @@ public final class ShardStore {
     private final Path stagedLiveDir;
     private final Path snapshotsDir;
     private final Path epochFile;
+    private final Path filterFile;
 
     private final ReentrantReadWriteLock state = new ReentrantReadWriteLock();
     private final ReentrantLock writer = new ReentrantLock();
@@ -71,6 +97,45 @@ public final class ShardStore {
     private volatile boolean shutDown;
     private volatile long lastAccessNanos = System.nanoTime();
 
+    /**
+     * The open shard's filter, null while the shard is closed or has none. Set by the opener (under
+     * liveMonitor and a state lock), by a rebuild from scratch (under the writer lock), cleared
+     * under the state write lock or, for a failed rebuild, the writer lock.
+     */
+    @Nullable private volatile RebuildingFilter filter;
+
+    /** Whether {@link #filter} contains every key live in the shard: only then is it served. */
+    private volatile boolean filterTrusted;
+
+    /**
+     * Whether {@code live/TAISHAN-FILTER} exists and covers the live data. Guarded by writer or the
+     * state write lock (and set by the opener before any write can see the shard open).
+     */
+    private volatile boolean filterFileValid;
+
+    /** Why the open shard has no filter to serve, for errors and the admin CLI. */
+    private volatile String filterUnavailableReason = "";
+
+    /** Off-heap bytes this shard has reserved of the node's filter limit. */
+    private final AtomicLong filterReservedBytes = new AtomicLong();
+
+    private final AtomicBoolean rebuildQueued = new AtomicBoolean();
+
+    /**
+     * The running rebuild scan; set and cleared under a state lock, cancelled under its write lock.
+     */
+    @Nullable private volatile FilterScan scan;
+
+    /** No rebuild is started before this (after one failed or found no memory). */
+    private volatile long rebuildNotBeforeNanos;
+
+    /**
+     * The last rebuild scanned more keys than its filter holds at the target rate: RocksDB's key
+     * estimate it was sized by was low. The next one is sized by the keys scanned, so this asks for
+     * it at once instead of after the next quarter of the capacity in new keys.
+     */
+    private volatile boolean rebuildUndersized;
+
     ShardStore(StorageEngine engine, String table, int shard, Path dir) throws IOException {
         this.engine = engine;
         this.table = table;
@@ -80,6 +145,7 @@ public final class ShardStore {
         this.stagedLiveDir = dir.resolve("live.new");
         this.snapshotsDir = dir.resolve("snapshots");
         this.epochFile = dir.resolve("epoch");
+        this.filterFile = liveDir.resolve(FilterFiles.FILE_NAME);
         recover();
     }
 
@@ -205,6 +271,11 @@ public final class ShardStore {
             }
         }
 
+        /** The version of the shard's filter now, or -1 while it has none it can serve. */
+        public long filterVersion() {
+            return servedFilterVersion();
+        }
+
         @Override
         public void close() {
             if (!closed) {
@@ -217,13 +288,17 @@ public final class ShardStore {
     private List<SnapshotMeta> applyLocked(List<WriteOp> ops) {
         List<SnapshotMeta> taken = new ArrayList<>(0);
         WriteBatch batch = new WriteBatch();
+        // The filter gets the keys of a batch only once RocksDB has applied it.
+        long[] hashes = new long[ops.size()];
+        int hashed = 0;
         try {
             for (WriteOp op : ops) {
                 switch (op.getOpCase()) {
-                    case PUT ->
-                            batch.put(
-                                    op.getPut().getKey().toByteArray(),
-                                    op.getPut().getValue().toByteArray());
+                    case PUT -> {
+                        byte[] key = op.getPut().getKey().toByteArray();
+                        batch.put(key, op.getPut().getValue().toByteArray());
+                        hashes[hashed++] = KeyHash.hash(key);
+                    }
                     case DELETE -> batch.delete(op.getDelete().getKey().toByteArray());
                     case DELETE_RANGE -> {
                         byte[] begin = op.getDeleteRange().getBeginKey().toByteArray();
@@ -232,12 +307,14 @@ public final class ShardStore {
                             batch.deleteRange(begin, end);
                         }
                     }
-                    case APPEND ->
-                            batch.merge(
-                                    op.getAppend().getKey().toByteArray(),
-                                    op.getAppend().getValue().toByteArray());
+                    case APPEND -> {
+                        byte[] key = op.getAppend().getKey().toByteArray();
+                        batch.merge(key, op.getAppend().getValue().toByteArray());
+                        hashes[hashed++] = KeyHash.hash(key);
+                    }
                     case SNAPSHOT -> {
-                        commit(batch);
+                        commit(batch, hashes, hashed);
+                        hashed = 0;
                         batch.close();
                         batch = new WriteBatch();
                         taken.add(
@@ -250,7 +327,8 @@ public final class ShardStore {
                                     "empty write op for " + this + ": no op set");
                 }
             }
-            commit(batch);
+            commit(batch, hashes, hashed);
+            requestRebuildIfDue();
             return taken;
         } catch (RocksDBException e) {
             throw KvServerException.storage("write to " + this, e);
@@ -259,12 +337,37 @@ public final class ShardStore {
         }
     }
 
-    private void commit(WriteBatch batch) throws RocksDBException {
+    private void commit(WriteBatch batch, long[] hashes, int hashed) throws RocksDBException {
         if (batch.count() == 0) {
             return;
         }
         unchangedSince = null;
-        liveDb().write(batch);
+        ShardDb db = liveDb();
+        if (hashed > 0 && filterFileValid) {
+            invalidateFilterFile();
+        }
+        db.write(batch);
+        RebuildingFilter f = filter;
+        if (f != null) {
+            for (int i = 0; i < hashed; i++) {
+                f.insert(hashes[i]);
+            }
+        }
+    }
+
+    /**
+     * The saved filter no longer covers the live data once a key is added, so it goes (durably)
+     * before the write: whatever stop comes next, a file that exists is right.
+     */
+    private void invalidateFilterFile() {
+        try {
+            Files.deleteIfExists(filterFile);
+            DurableFiles.fsync(liveDir);
+            filterFileValid = false;
+        } catch (IOException e) {
+            throw KvServerException.storage(
+                    "cannot remove the saved filter " + filterFile + " of " + this, e);
+        }
     }
 
     private SnapshotMeta snapshotLocked(long snapshotId, boolean pinned) {
@@ -278,6 +381,8 @@ public final class ShardStore {
             boolean reused = linkUnchangedSnapshot(staging);
             if (!reused) {
                 liveDb().checkpoint(staging);
+                // Copied here, under the writer lock, at the checkpoint's point of the writes.
+                writeFilterInto(staging);
                 DurableFiles.fsyncFilesAndDir(staging);
             }
             List<Path> files = DurableFiles.listFiles(staging);
@@ -475,7 +580,8 @@ public final class ShardStore {
             return false;
         }
         try {
-            if (lastAccessNanos - idleSinceNanos > 0) {
+            // A running rebuild would be lost; it ends soon, bounded by the rebuild threads.
+            if (lastAccessNanos - idleSinceNanos > 0 || scan != null) {
                 return false;
             }
             return closeLive(true);
@@ -521,6 +627,11 @@ public final class ShardStore {
         }
     }
 
+    /**
+     * Closes the live instance and its filter; with {@code flush} (idle, LRU, shutdown: the data
+     * stays) the filter is saved beside the data once the data is flushed, without (restore, clone,
+     * drop: the data goes) it is dropped. Under the state write lock.
+     */
     private boolean closeLive(boolean flush) throws RocksDBException {
         ShardDb db;
         synchronized (liveMonitor) {
@@ -531,7 +642,14 @@ public final class ShardStore {
             return false;
         }
         engine.shardClosed(this);
-        db.close(flush);
+        cancelScan(db);
+        boolean closed = false;
+        try {
+            db.close(flush);
+            closed = true;
+        } finally {
+            closeFilter(flush && closed);
+        }
         return true;
     }
 
@@ -544,10 +662,566 @@ public final class ShardStore {
                 } catch (IOException e) {
                     throw new RocksDBException("cannot create " + liveDir + ": " + e);
                 }
+                // RocksDB writes CURRENT when it creates a database: without it there is no data.
+                boolean hadData = Files.exists(liveDir.resolve("CURRENT"));
                 live = ShardDb.open(engine.resources(), liveDir);
                 engine.shardOpened(this);
+                openFilter(hadData);
             }
             return live;
+        }
+    }
+
+    // ---- Bloom filter
+
+    /** Under liveMonitor and a state lock, before any call can use the new live instance. */
+    private void openFilter(boolean hadData) {
+        NodeFilters filters = engine.filters();
+        filterTrusted = false;
+        filterFileValid = false;
+        filter = null;
+        deleteQuietly(FilterFiles.temporary(filterFile));
+        if (Files.exists(filterFile)) {
+            // The file covers the live data, so it stays valid until a write even if not loaded.
+            filterFileValid = true;
+            long bytes;
+            try {
+                bytes = Files.size(filterFile);
+            } catch (IOException e) {
+                bytes = 0;
+            }
+            if (!reserveFilterBytes(bytes)) {
+                filterUnavailable(
+                        "the node's filter memory (filter.max-memory-bytes "
+                                + filters.limitBytes()
+                                + ") is used up; the saved filter is loaded once it fits",
+                        false);
+                return;
+            }
+            try {
+                RebuildingFilter loaded = FilterFiles.read(filterFile, filters.sizing());
+                setReservedFilterBytes(loaded.sizeBytes());
+                filter = loaded;
+                filterTrusted = true;
+                filterUnavailableReason = "";
+            } catch (IOException | RuntimeException e) {
+                releaseFilterBytes();
+                LOG.warn(
+                        "The saved filter of {} does not read, rebuilding it: {}",
+                        this,
+                        e.toString());
+                deleteQuietly(filterFile);
+                filterFileValid = false;
+                filterUnavailable("its saved filter did not read (" + e.getMessage() + ")", true);
+            }
+            return;
+        }
+        if (!hadData) {
+            if (reserveFilterBytes(filters.bytesForLiveKeys(0))) {
+                RebuildingFilter empty = RebuildingFilter.createEmpty(filters.sizing());
+                setReservedFilterBytes(empty.sizeBytes());
+                filter = empty;
+                filterTrusted = true;
+                filterUnavailableReason = "";
+            } else {
+                filterUnavailable(
+                        "the node's filter memory (filter.max-memory-bytes "
+                                + filters.limitBytes()
+                                + ") is used up",
+                        false);
+            }
+            return;
+        }
+        filterUnavailable(
+                "the shard has data but no saved filter (written before an unclean stop, or"
+                        + " restored from a snapshot without one)",
+                true);
+    }
+
+    private void filterUnavailable(String reason, boolean urgent) {
+        filterUnavailableReason = reason;
+        engine.filters().requestRebuild(this, urgent);
+    }
+
+    /**
+     * Saves the trusted filter unless the saved one is still valid, then frees it. Under the state
+     * write lock, after the live instance was flushed and closed.
+     */
+    private void closeFilter(boolean save) {
+        RebuildingFilter f = filter;
+        filter = null;
+        boolean trusted = filterTrusted;
+        filterTrusted = false;
+        filterUnavailableReason = "";
+        try {
+            if (save && f != null && trusted && !filterFileValid) {
+                try (FilterCopy copy = transientCopy(f)) {
+                    FilterFiles.writeDurably(filterFile, copy.snapshot());
+                    filterFileValid = true;
+                } catch (IOException | RuntimeException e) {
+                    // Without the file the next open rebuilds it: slower, never wrong.
+                    LOG.warn("Could not save the filter of {}: {}", this, e.toString());
+                }
+            }
+        } finally {
+            if (f != null) {
+                f.close();
+            }
+            releaseFilterBytes();
+        }
+    }
+
+    /** A copy counted as transient filter memory until closed. */
+    private FilterCopy transientCopy(RebuildingFilter f) {
+        return new FilterCopy(f.snapshot(), engine.filters());
+    }
+
+    private boolean reserveFilterBytes(long bytes) {
+        if (!engine.filters().tryReserve(bytes)) {
+            return false;
+        }
+        filterReservedBytes.addAndGet(bytes);
+        return true;
+    }
+
+    /** Sets this shard's reservation to what its filters hold (they are allocated already). */
+    private void setReservedFilterBytes(long bytes) {
+        long before = filterReservedBytes.getAndSet(bytes);
+        engine.filters().adjust(bytes - before);
+    }
+
+    private void releaseFilterBytes() {
+        engine.filters().release(filterReservedBytes.getAndSet(0));
+    }
+
+    /** Rule 3 of RebuildingFilter: under the writer lock, right after the checkpoint. */
+    private void writeFilterInto(Path snapshotStaging) throws IOException {
+        RebuildingFilter f = filter;
+        if (f == null || !filterTrusted) {
+            // A restore of this snapshot rebuilds the filter from its keys.
+            return;
+        }
+        try (FilterCopy copy = transientCopy(f)) {
+            FilterFiles.write(snapshotStaging.resolve(FilterFiles.FILE_NAME), copy.snapshot());
+        }
+    }
+
+    /** After a write, under the writer lock: queues a rebuild once the filter's rule says so. */
+    private void requestRebuildIfDue() {
+        RebuildingFilter f = filter;
+        if (f != null && filterTrusted && rebuildAllowedNow() && f.needsRebuild()) {
+            engine.filters().requestRebuild(this, false);
+        }
+    }
+
+    private boolean rebuildAllowedNow() {
+        long notBefore = rebuildNotBeforeNanos;
+        return notBefore == 0 || System.nanoTime() - notBefore >= 0;
+    }
+
+    /** The version of the filter the shard would serve now, or -1 if it has none. */
+    private long servedFilterVersion() {
+        RebuildingFilter f = filter;
+        return f != null && filterTrusted ? f.version() : -1;
+    }
+
+    /** For {@link NodeFilters}: false if the shard is queued already. */
+    boolean markRebuildQueued() {
+        return rebuildQueued.compareAndSet(false, true);
+    }
+
+    /** Under the state write lock, before the instance closes: no page is being read. */
+    private void cancelScan(ShardDb db) {
+        FilterScan s = scan;
+        if (s != null) {
+            scan = null;
+            s.cancelled = true;
+            db.releaseSnapshot(s.snapshot);
+        }
+    }
+
+    /** One running rebuild: the RocksDB snapshot it scans and how far it got. */
+    private static final class FilterScan {
+        final ShardDb db;
+        final RebuildingFilter filter;
+        final RebuildingFilter.Rebuild handle;
+        final Snapshot snapshot;
+        final boolean fromScratch;
+        final long[] hashes = new long[SCAN_PAGE_KEYS];
+        final ShardDb.KeyBuffer keyBuffer = new ShardDb.KeyBuffer();
+        final long startedNanos = System.nanoTime();
+        byte[] nextKey = new byte[0];
+        boolean done;
+        long bytesRead;
+        volatile long keysScanned;
+        volatile boolean cancelled;
+
+        FilterScan(
+                ShardDb db,
+                RebuildingFilter filter,
+                RebuildingFilter.Rebuild handle,
+                Snapshot snapshot,
+                boolean fromScratch) {
+            this.db = db;
+            this.filter = filter;
+            this.handle = handle;
+            this.snapshot = snapshot;
+            this.fromScratch = fromScratch;
+        }
+    }
+
+    /** Keys per scan page: the state read lock is held for one page (a few milliseconds). */
+    static final int SCAN_PAGE_KEYS = 4096;
+
+    /** How long a shard waits before the next try after a rebuild failed or found no memory. */
+    private static final long REBUILD_RETRY_NANOS = 10_000_000_000L;
+
+    /**
+     * Rebuilds the filter from a scan of the shard's keys, on a rebuild thread. Follows rule 2 of
+     * {@link RebuildingFilter} (begin, then open the RocksDB snapshot that is scanned), so every
+     * key written before the begin is scanned and every later one inserted into the new filter too.
+     * Holds the state read lock one page at a time, so writes go on; the writer lock only to
+     * install the empty filter a shard without one is rebuilt into. A close of the shard cancels it
+     * between pages.
+     *
+     * @throws InterruptedException if the thread is interrupted (shutdown) while rate-limited
+     */
+    void rebuildFilter(RebuildRateLimiter limiter) throws InterruptedException {
+        try {
+            FilterScan s = startScan();
+            if (s == null) {
+                return;
+            }
+            while (!s.done) {
+                engine.filters().scanHook.beforePage(this, s.keysScanned);
+                long bytes = scanPage(s);
+                if (bytes < 0) {
+                    return;
+                }
+                limiter.charge(bytes);
+            }
+            finishScan(s);
+        } finally {
+            rebuildQueued.set(false);
+        }
+        // A request made while this one ran found the shard queued and was dropped: a close and
+        // reopen meanwhile (restore, clone) may have left it without a filter.
+        if (rebuildUndersized) {
+            engine.filters().requestRebuild(this, false);
+        } else if (!filterTrusted
+                && scan == null
+                && !dropped
+                && !engine.isClosed()
+                && isOpen()
+                && rebuildAllowedNow()) {
+            engine.filters().requestRebuild(this, true);
+        }
+    }
+
+    @Nullable
+    private FilterScan startScan() {
+        state.readLock().lock();
+        try {
+            if (dropped || shutDown || engine.isClosed() || scan != null || !rebuildAllowedNow()) {
+                return null;
+            }
+            ShardDb db;
+            synchronized (liveMonitor) {
+                db = live;
+            }
+            if (db == null) {
+                // Closed since it was queued: the next open decides again.
+                return null;
+            }
+            RebuildingFilter current = filter;
+            boolean fromScratch = !filterTrusted;
+            if (!fromScratch
+                    && (current == null || !(rebuildUndersized || current.needsRebuild()))) {
+                return null;
+            }
+            rebuildUndersized = false;
+            NodeFilters filters = engine.filters();
+            long estimate = Math.max(0, db.estimatedKeys());
+            long baseBytes = current == null ? filters.bytesForLiveKeys(0) : 0;
+            long nextBytes =
+                    filters.bytesForLiveKeys(
+                            Math.max(estimate, current == null ? 0 : current.liveKeysAtBuild()));
+            if (!reserveFilterBytes(baseBytes + nextBytes)) {
+                rebuildNotBeforeNanos = System.nanoTime() + REBUILD_RETRY_NANOS;
+                String why =
+                        "the node's filter memory (filter.max-memory-bytes "
+                                + filters.limitBytes()
+                                + ") has no room for a "
+                                + nextBytes
+                                + "-byte rebuild";
+                if (fromScratch) {
+                    filterUnavailableReason = why + ", tried again every 10 s";
+                } else {
+                    LOG.debug("Not rebuilding the filter of {}: {}", this, why);
+                }
+                return null;
+            }
+            RebuildingFilter f = current;
+            RebuildingFilter.Rebuild handle = null;
+            try {
+                if (f == null) {
+                    RebuildingFilter empty = RebuildingFilter.createEmpty(filters.sizing());
+                    writer.lock();
+                    try {
+                        filter = empty;
+                    } finally {
+                        writer.unlock();
+                    }
+                    f = empty;
+                }
+                handle = f.beginRebuild(estimate);
+                setReservedFilterBytes(f.sizeBytes());
+                FilterScan s = new FilterScan(db, f, handle, db.getSnapshot(), fromScratch);
+                scan = s;
+                if (fromScratch) {
+                    filterUnavailableReason = "its filter is being rebuilt from a key scan";
+                }
+                return s;
+            } catch (RuntimeException e) {
+                abandonRebuild(f, handle, fromScratch, e);
+                return null;
+            }
+        } catch (RocksDBException e) {
+            LOG.warn("Cannot start the filter rebuild of {}: {}", this, e.getMessage());
+            rebuildNotBeforeNanos = System.nanoTime() + REBUILD_RETRY_NANOS;
+            return null;
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /** Scans one page; the bytes read, or -1 if the rebuild is over (cancelled or failed). */
+    private long scanPage(FilterScan s) {
+        state.readLock().lock();
+        try {
+            if (s.cancelled) {
+                return -1;
+            }
+            ShardDb.KeyPage page = s.db.hashKeys(s.snapshot, s.nextKey, s.hashes, s.keyBuffer);
+            s.handle.addAll(s.hashes, 0, page.keys());
+            s.keysScanned += page.keys();
+            s.bytesRead += page.bytes();
+            s.nextKey = page.nextKey();
+            s.done = page.nextKey() == null;
+            return page.bytes();
+        } catch (RocksDBException | RuntimeException e) {
+            scan = null;
+            s.cancelled = true;
+            s.db.releaseSnapshot(s.snapshot);
+            abandonRebuild(s.filter, s.handle, s.fromScratch, e);
+            return -1;
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    private void finishScan(FilterScan s) {
+        state.readLock().lock();
+        try {
+            if (s.cancelled) {
+                return;
+            }
+            scan = null;
+            s.db.releaseSnapshot(s.snapshot);
+            long version = s.handle.finish();
+            setReservedFilterBytes(s.filter.sizeBytes());
+            FilterGeometry built = s.filter.geometry();
+            rebuildUndersized =
+                    s.keysScanned > engine.filters().sizing().capacity(built)
+                            && built.numBlocks() < engine.filters().sizing().maxBlocks();
+            if (s.fromScratch) {
+                filterTrusted = true;
+                filterUnavailableReason = "";
+            }
+            rebuildNotBeforeNanos = 0;
+            LOG.info(
+                    "Rebuilt the filter of {}{}: version {}, {} keys, {} bytes read in {} ms, {}",
+                    this,
+                    s.fromScratch ? " (it had none it could serve)" : "",
+                    version,
+                    s.keysScanned,
+                    s.bytesRead,
+                    (System.nanoTime() - s.startedNanos) / 1_000_000,
+                    s.filter.geometry());
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /**
+     * A rebuild that failed: the shard keeps the filter it had (a refresh) or goes back to none
+     * (from scratch), and the next try waits. Under the state read lock.
+     */
+    private void abandonRebuild(
+            RebuildingFilter f,
+            @Nullable RebuildingFilter.Rebuild handle,
+            boolean fromScratch,
+            Exception e) {
+        LOG.warn("The filter rebuild of {} failed: {}", this, e.toString());
+        rebuildNotBeforeNanos = System.nanoTime() + REBUILD_RETRY_NANOS;
+        if (fromScratch) {
+            if (f != null) {
+                writer.lock();
+                try {
+                    if (filter == f) {
+                        filter = null;
+                    }
+                    f.close();
+                } finally {
+                    writer.unlock();
+                }
+            }
+            filterUnavailableReason =
+                    "its rebuild failed (" + e.getMessage() + "), tried again in 10 s";
+            releaseFilterBytes();
+        } else {
+            if (handle != null) {
+                handle.abort();
+            }
+            if (f != null) {
+                setReservedFilterBytes(f.sizeBytes());
+            } else {
+                releaseFilterBytes();
+            }
+        }
+    }
+
+    /**
+     * A copy of the shard's filter for a client under {@code callerEpoch}, opening the shard if
+     * needed; the caller closes it.
+     *
+     * @throws KvServerException FENCED for a stale epoch, FILTER_UNAVAILABLE while the shard has no
+     *     filter it can vouch for
+     */
+    public FilterCopy copyFilter(long callerEpoch) {
+        state.readLock().lock();
+        try {
+            checkUsable();
+            checkEpoch(callerEpoch);
+            liveDb();
+            RebuildingFilter f = filter;
+            if (f == null || !filterTrusted) {
+                if (scan == null) {
+                    engine.filters().requestRebuild(this, true);
+                }
+                throw new KvServerException(
+                        ErrorCode.FILTER_UNAVAILABLE,
+                        this
+                                + " (epoch "
+                                + callerEpoch
+                                + "): no filter to serve: "
+                                + filterUnavailableReason
+                                + "; fetch it again later");
+            }
+            return transientCopy(f);
+        } catch (RocksDBException e) {
+            throw KvServerException.storage("filter fetch of " + this, e);
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /**
+     * After OpenShard, Restore, Clone: a shard with data but no saved filter is opened now, so that
+     * its rebuild starts before the first read needs it. A shard with a saved filter (or no data)
+     * stays closed: it loads (or creates) its filter when first used, which costs no scan.
+     */
+    public void prepareFilter() {
+        state.readLock().lock();
+        try {
+            checkUsable();
+            if (isOpen()) {
+                if (!filterTrusted && scan == null) {
+                    engine.filters().requestRebuild(this, true);
+                }
+            } else if (!Files.exists(filterFile) && Files.exists(liveDir.resolve("CURRENT"))) {
+                liveDb();
+            }
+        } catch (RocksDBException | RuntimeException e) {
+            LOG.warn("Could not prepare the filter of {}: {}", this, e.toString());
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /** Periodically: re-queues a rebuild that was refused (no memory, a failure) or dropped. */
+    void maintainFilter() {
+        if (!state.readLock().tryLock()) {
+            return;
+        }
+        try {
+            if (!isOpen() || scan != null || !rebuildAllowedNow()) {
+                return;
+            }
+            RebuildingFilter f = filter;
+            if (!filterTrusted) {
+                engine.filters().requestRebuild(this, true);
+            } else if (f != null && (rebuildUndersized || f.needsRebuild())) {
+                engine.filters().requestRebuild(this, false);
+            }
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /** The filter's state for the admin CLI; never opens the shard. */
+    public FilterStatus filterStatus() {
+        state.readLock().lock();
+        try {
+            long saved = sizeOrZero(filterFile);
+            boolean queued = rebuildQueued.get();
+            if (!isOpen()) {
+                FilterStatus.State closedState =
+                        Files.exists(filterFile)
+                                ? FilterStatus.State.SAVED
+                                : Files.exists(liveDir.resolve("CURRENT"))
+                                        ? FilterStatus.State.MISSING
+                                        : FilterStatus.State.EMPTY;
+                return new FilterStatus(closedState, 0, 0, saved, 0, false, false, 0, 0, "");
+            }
+            RebuildingFilter f = filter;
+            FilterScan s = scan;
+            long memory = filterReservedBytes.get();
+            long scanned = s == null ? 0 : s.keysScanned;
+            if (f != null && filterTrusted) {
+                return new FilterStatus(
+                        FilterStatus.State.AVAILABLE,
+                        f.version(),
+                        memory,
+                        saved,
+                        f.estimatedFpp(),
+                        s != null,
+                        queued,
+                        scanned,
+                        f.liveKeysAtBuild(),
+                        "");
+            }
+            return new FilterStatus(
+                    s != null ? FilterStatus.State.REBUILDING : FilterStatus.State.UNAVAILABLE,
+                    0,
+                    memory,
+                    saved,
+                    0,
+                    s != null,
+                    queued,
+                    scanned,
+                    0,
+                    filterUnavailableReason);
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    private static long sizeOrZero(Path file) {
+        try {
+            return Files.exists(file) ? Files.size(file) : 0;
+        } catch (IOException e) {
+            return 0;
         }
     }
 

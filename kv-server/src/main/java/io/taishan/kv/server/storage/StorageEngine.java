@@ -35,8 +35,8 @@ import org.slf4j.LoggerFactory;
  * data/server-run                                 running / stopped cleanly, boot id, WAL mode
  * data/tables/&lt;table&gt;/table.properties
  * data/tables/&lt;table&gt;/shard-&lt;n&gt;/epoch
- * data/tables/&lt;table&gt;/shard-&lt;n&gt;/live/              the RocksDB instance
- * data/tables/&lt;table&gt;/shard-&lt;n&gt;/snapshots/&lt;id&gt;/    checkpoint + TAISHAN-SNAPSHOT
+ * data/tables/&lt;table&gt;/shard-&lt;n&gt;/live/              the RocksDB instance (+ TAISHAN-FILTER)
+ * data/tables/&lt;table&gt;/shard-&lt;n&gt;/snapshots/&lt;id&gt;/    checkpoint + TAISHAN-SNAPSHOT (+ TAISHAN-FILTER)
  * data/tmp/, data/trash/                          staging and deletion, emptied at start
  * </pre>
  *
@@ -52,6 +52,7 @@ public final class StorageEngine implements AutoCloseable {
     private final FileChannel lockChannel;
     private final FileLock dirLock;
     private final RocksResources resources;
+    private final NodeFilters filters;
     private final EpochCounter epochs;
     private final ServerRunRecord runRecord;
     private volatile boolean leasesFencedAtStart;
@@ -90,6 +91,7 @@ public final class StorageEngine implements AutoCloseable {
         loadCatalog();
         fenceLeasesIfWritesWereLost();
         this.resources = new RocksResources(options);
+        this.filters = new NodeFilters(options.filters());
         this.maintenance =
                 Executors.newSingleThreadScheduledExecutor(
                         r -> {
@@ -178,7 +180,8 @@ public final class StorageEngine implements AutoCloseable {
                 options.backgroundThreads(),
                 options.maxOpenFilesPerShard(),
                 options.shardIdleClose(),
-                fit);
+                fit,
+                options.filters());
     }
 
     private static long maxFileDescriptors() {
@@ -375,6 +378,9 @@ public final class StorageEngine implements AutoCloseable {
         try {
             closeIdleShards();
             evictOverLimit();
+            for (ShardStore s : List.copyOf(openShards)) {
+                s.maintainFilter();
+            }
         } catch (RuntimeException e) {
             LOG.warn("Closing idle shards failed", e);
         }
@@ -419,6 +425,30 @@ public final class StorageEngine implements AutoCloseable {
         return resources;
     }
 
+    NodeFilters filters() {
+        return filters;
+    }
+
+    /** Off-heap bytes of every shard filter on the node (live, rebuilding, copies in flight). */
+    public long filterBytes() {
+        return filters.totalBytes();
+    }
+
+    /** The node's limit for live and rebuilding filters, after start-up clamping. */
+    public long filterLimitBytes() {
+        return filters.limitBytes();
+    }
+
+    /** Filter rebuilds running or queued. */
+    public int filterRebuildsPending() {
+        return filters.rebuildsPending();
+    }
+
+    /** Where filter copies are streamed to clients, at most the configured number at once. */
+    public java.util.concurrent.Executor filterFetchExecutor() {
+        return filters.fetchPool();
+    }
+
     long nextEpoch(long current) throws IOException {
         return epochs.next(current);
     }
@@ -461,12 +491,15 @@ public final class StorageEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        // Rebuilds stop taking shards; a running one is cancelled when its shard closes.
+        filters.stopRebuilds();
         boolean allFlushed = true;
         for (TableStore t : tables.values()) {
             for (ShardStore s : t.loadedShards()) {
                 allFlushed &= s.shutdown();
             }
         }
+        filters.close();
         resources.close();
         if (allFlushed) {
             try {

@@ -19,6 +19,7 @@ import java.util.Objects;
  * @param maxOpenFilesPerShard RocksDB {@code max_open_files} of one shard (-1: unlimited)
  * @param shardIdleClose an open shard unused this long is flushed and closed
  * @param maxOpenShards above this many open shards, the least recently used are closed
+ * @param filters how the shards' Bloom filters are sized, bounded and rebuilt
  */
 public record StorageOptions(
         Path dataDir,
@@ -29,10 +30,36 @@ public record StorageOptions(
         int backgroundThreads,
         int maxOpenFilesPerShard,
         Duration shardIdleClose,
-        int maxOpenShards) {
+        int maxOpenShards,
+        FilterOptions filters) {
+
+    /** With the default filter options. */
+    public StorageOptions(
+            Path dataDir,
+            WalMode walMode,
+            long blockCacheBytes,
+            long writeBufferBytes,
+            long shardWriteBufferBytes,
+            int backgroundThreads,
+            int maxOpenFilesPerShard,
+            Duration shardIdleClose,
+            int maxOpenShards) {
+        this(
+                dataDir,
+                walMode,
+                blockCacheBytes,
+                writeBufferBytes,
+                shardWriteBufferBytes,
+                backgroundThreads,
+                maxOpenFilesPerShard,
+                shardIdleClose,
+                maxOpenShards,
+                FilterOptions.DEFAULTS);
+    }
 
     public StorageOptions {
         Objects.requireNonNull(dataDir, "dataDir");
+        Objects.requireNonNull(filters, "filters");
         Objects.requireNonNull(walMode, "walMode");
         Objects.requireNonNull(shardIdleClose, "shardIdleClose");
         if (blockCacheBytes <= 0 || writeBufferBytes <= 0 || shardWriteBufferBytes <= 0) {
@@ -77,6 +104,21 @@ public record StorageOptions(
                 backgroundThreads,
                 maxOpenFilesPerShard,
                 shardIdleClose,
-                maxOpenShards);
+                maxOpenShards,
+                filters);
+    }
+
+    public StorageOptions withFilters(FilterOptions newFilters) {
+        return new StorageOptions(
+                dataDir,
+                walMode,
+                blockCacheBytes,
+                writeBufferBytes,
+                shardWriteBufferBytes,
+                backgroundThreads,
+                maxOpenFilesPerShard,
+                shardIdleClose,
+                maxOpenShards,
+                newFilters);
     }
 }

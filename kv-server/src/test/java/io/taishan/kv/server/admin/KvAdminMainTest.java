@@ -76,6 +76,28 @@ class KvAdminMainTest {
     }
 
     @Test
+    void describeShowsEachShardsFilterAndHealthTheNodesFilterMemory() {
+        Result open = admin("describe", table);
+
+        assertThat(open.exit).isZero();
+        assertThat(open.out).contains("filter").contains("est. fpp");
+        for (String shard : List.of("0", "1")) {
+            List<String> row = open.rowStartingWith(shard);
+            assertThat(row).contains("available");
+            assertThat(row.get(row.size() - 1)).matches("\\d+\\.\\d{3}%");
+        }
+        // ... status, tables, open shards, uptime, version, filter memory, limit, rebuilds
+        List<String> health = admin("health").row(server.address());
+        assertThat(health).contains("SERVING");
+        assertThat(String.join(" ", health.subList(health.size() - 5, health.size())))
+                .matches("[\\d.]+ (B|KiB|MiB) [\\d.]+ (KiB|MiB|GiB) 0");
+
+        server.storage().closeAllIdleShards();
+        Result closed = admin("describe", table);
+        assertThat(closed.rowStartingWith("0")).contains("saved");
+    }
+
+    @Test
     void tablesCountsSnapshotsAndPinned() {
         Result r = admin("tables");
 
