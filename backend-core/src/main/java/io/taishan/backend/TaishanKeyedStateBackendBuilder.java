@@ -1,5 +1,23 @@
 package io.taishan.backend;
 
+import io.taishan.backend.read.CacheMemory;
+import io.taishan.backend.read.ReadCache;
+import io.taishan.backend.read.ReadMetrics;
+import io.taishan.backend.read.ReadPathConfig;
+import io.taishan.backend.read.ReadPathUpdates;
+import io.taishan.backend.read.ShardFilters;
+import io.taishan.backend.read.StateReader;
+import io.taishan.backend.remote.MeteredKvStore;
+import io.taishan.backend.remote.SharedKvStores;
+import io.taishan.backend.restore.CanonicalSavepointRestore;
+import io.taishan.backend.restore.TaishanRestoreOperation;
+import io.taishan.backend.snapshot.BackendMetrics;
+import io.taishan.backend.state.StateKeys;
+import io.taishan.backend.write.StateWriter;
+import io.taishan.backend.write.WriteBatchQueue;
+import io.taishan.backend.write.WriteQueueConfig;
+import io.taishan.cache.CacheType;
+import io.taishan.cache.StateCacheRegistry;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
@@ -7,14 +25,17 @@ import io.taishan.kv.client.ShardLease;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import javax.annotation.Nonnull;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.ExecutionConfig;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.runtime.memory.MemoryManager;
 import org.apache.flink.runtime.query.TaskKvStateRegistry;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackendBuilder;
 import org.apache.flink.runtime.state.BackendBuildingException;
@@ -37,6 +58,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
     private final KvClientConfig clientConfig;
     private final String table;
     private final WriteQueueConfig writeQueueConfig;
+    private final ReadPathConfig readPathConfig;
+    @Nullable private final MemoryManager memoryManager;
+    private final double managedMemoryFraction;
     private final TaishanOptions.TimerServiceType timerService;
     private final int timerCacheSize;
     @Nullable private final MetricGroup metricGroup;
@@ -56,6 +80,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             KvClientConfig clientConfig,
             String table,
             WriteQueueConfig writeQueueConfig,
+            ReadPathConfig readPathConfig,
+            @Nullable MemoryManager memoryManager,
+            double managedMemoryFraction,
             TaishanOptions.TimerServiceType timerService,
             int timerCacheSize,
             @Nullable MetricGroup metricGroup) {
@@ -74,6 +101,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
         this.clientConfig = clientConfig;
         this.table = table;
         this.writeQueueConfig = writeQueueConfig;
+        this.readPathConfig = readPathConfig;
+        this.memoryManager = memoryManager;
+        this.managedMemoryFraction = managedMemoryFraction;
         this.timerService = timerService;
         this.timerCacheSize = timerCacheSize;
         this.metricGroup = metricGroup;
@@ -83,7 +113,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
     public TaishanKeyedStateBackend<K> build() throws BackendBuildingException {
         long start = System.nanoTime();
         SharedKvStores.Handle connection = null;
-        WriteBatchQueue writes = null;
+        WriteBatchQueue queue = null;
+        CacheMemory cacheMemory = null;
+        ShardFilters filters = null;
         // The registry passed in serves the restore only: Flink closes it once the backend is
         // built, so the backend's snapshots need their own (as in Flink's RocksDB builder).
         CloseableRegistry cancelStreamRegistryForBackend = new CloseableRegistry();
@@ -113,12 +145,39 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     TaishanRestoreOperation.takeShards(
                             store, table, newTable, keyGroupRange, manifests.refs(), unrestored);
 
-            writes =
+            // The read path's layers exist before the first write, so each sees every write.
+            queue =
                     new WriteBatchQueue(
                             store, table, writeQueueConfig, connection.scheduler(), taishanGroup);
+            cacheMemory =
+                    CacheMemory.acquire(
+                            readPathConfig,
+                            StateCacheRegistry.shared(),
+                            memoryManager,
+                            managedMemoryFraction);
+            ReadCache cache =
+                    new ReadCache(
+                            cacheMemory.handle(),
+                            keyGroupRange.getStartKeyGroup(),
+                            keyGroupRange.getNumberOfKeyGroups(),
+                            ttlTimeProvider);
+            // Empty: opened without a snapshot (new, or wiped below). Not a cloned shard of a
+            // new table: it holds another job's snapshot.
+            Set<Integer> opened = new HashSet<>(unrestored);
+            filters =
+                    new ShardFilters(
+                            keyGroupRange.getStartKeyGroup(),
+                            keyGroupRange.getNumberOfKeyGroups(),
+                            opened::contains,
+                            readPathConfig.bloomFilterEnabled());
+            StateWriter writer = new StateWriter(queue, new ReadPathUpdates(cache, filters));
+            ReadMetrics readMetrics =
+                    ReadMetrics.register(taishanGroup, cacheMemory.handle(), filters);
+            StateReader reader = new StateReader(store, queue, cache, filters, readMetrics);
             if (!newTable) {
+                // Opened without a snapshot: it may hold writes of an earlier attempt.
                 for (int keyGroup : unrestored) {
-                    writes.deleteRange(
+                    writer.deleteRange(
                             leases[keyGroup - keyGroupRange.getStartKeyGroup()],
                             StateKeys.START_OF_ALL_STATES,
                             StateKeys.END_OF_ALL_STATES);
@@ -142,7 +201,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                                 keyGroupRange,
                                 userCodeClassLoader,
                                 keySerializerProvider,
-                                writes,
+                                writer,
                                 leases,
                                 heapTimers == null
                                         ? null
@@ -155,6 +214,23 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             BackendMetrics metrics = BackendMetrics.register(taishanGroup);
             InternalKeyContextImpl<K> keyContext =
                     new InternalKeyContextImpl<>(keyGroupRange, numberOfKeyGroups);
+            TaishanKeyedStateBackend.Parts parts =
+                    new TaishanKeyedStateBackend.Parts(
+                            connection,
+                            store,
+                            table,
+                            leases,
+                            queue,
+                            reader,
+                            writer,
+                            filters,
+                            cacheMemory,
+                            readMetrics,
+                            heapTimers,
+                            timerCacheSize,
+                            readPathConfig.cacheType() != CacheType.NONE,
+                            restoredStates,
+                            metrics);
             TaishanKeyedStateBackend<K> backend =
                     new TaishanKeyedStateBackend<>(
                             kvStateRegistry,
@@ -166,30 +242,28 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             cancelStreamRegistryForBackend,
                             keyGroupCompressionDecorator,
                             keyContext,
-                            connection,
-                            store,
-                            table,
-                            leases,
-                            writes,
-                            heapTimers,
-                            timerCacheSize,
-                            restoredStates,
-                            metrics);
+                            parts);
             long millis = (System.nanoTime() - start) / 1_000_000;
             metrics.restored(millis);
             logger.info(
                     "Taishan keyed backend for table {}, key groups {}{}: {} shard(s) restored"
-                            + " from snapshots, {} opened, in {} ms",
+                            + " from snapshots, {} opened, in {} ms; read cache {} ({} bytes),"
+                            + " Bloom filters {}",
                     table,
                     keyGroupRange,
                     canonical ? " (loaded from a canonical savepoint)" : "",
                     keyGroupRange.getNumberOfKeyGroups() - unrestored.size(),
                     unrestored.size(),
-                    millis);
+                    millis,
+                    cacheMemory.handle().type(),
+                    cacheMemory.handle().contributedBytes(),
+                    readPathConfig.bloomFilterEnabled() ? "on" : "off");
             return backend;
         } catch (Throwable t) {
             IOUtils.closeQuietly(cancelStreamRegistryForBackend);
-            IOUtils.closeQuietly(writes);
+            IOUtils.closeQuietly(queue);
+            IOUtils.closeQuietly(filters);
+            IOUtils.closeQuietly(cacheMemory);
             IOUtils.closeQuietly(connection);
             throw new BackendBuildingException(
                     "Failed to build the Taishan keyed state backend for table " + table, t);

@@ -94,6 +94,39 @@ public final class TaishanOptions {
                             "How many of the earliest timers of each key group are cached in"
                                     + " memory (REMOTE timers only).");
 
+    public static final ConfigOption<String> CACHE_TYPE =
+            ConfigOptions.key("taishan.cache.type")
+                    .stringType()
+                    .defaultValue("off-heap")
+                    .withDescription(
+                            "The TaskManager-wide read cache of state values: off-heap (OHC,"
+                                    + " outside the Java heap), on-heap (Caffeine, for small"
+                                    + " deployments) or none. One cache per TaskManager and type,"
+                                    + " shared by every subtask of every job on it.");
+
+    public static final ConfigOption<MemorySize> CACHE_SIZE =
+            ConfigOptions.key("taishan.cache.size")
+                    .memoryType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "Memory each keyed operator subtask contributes to the shared read"
+                                    + " cache. Unset (the default): the subtask's share of Flink's"
+                                    + " managed memory (the STATE_BACKEND use case, as the RocksDB"
+                                    + " backend takes it), so Flink budgets it and a container is"
+                                    + " never killed for it. Set: this much, outside Flink's"
+                                    + " memory model; add it to taskmanager.memory.task.off-heap.size"
+                                    + " (off-heap) or the task heap (on-heap) yourself.");
+
+    public static final ConfigOption<Boolean> BLOOM_FILTER_ENABLED =
+            ConfigOptions.key("taishan.bloom-filter.enabled")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "Whether reads consult a Bloom filter of each owned shard, which"
+                                    + " answers \"surely absent\" without a round trip. A shard"
+                                    + " restored from a snapshot answers \"maybe\" until its"
+                                    + " filter is loaded.");
+
     public static final ConfigOption<String> TABLE_PREFIX =
             ConfigOptions.key("taishan.table.prefix")
                     .stringType()

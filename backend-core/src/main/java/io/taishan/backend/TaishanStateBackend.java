@@ -1,5 +1,7 @@
 package io.taishan.backend;
 
+import io.taishan.backend.read.ReadPathConfig;
+import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.kv.client.KvClientConfig;
 import java.time.Duration;
 import java.util.List;
@@ -45,6 +47,9 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                     TaishanOptions.WRITE_QUEUE_MAX_BYTES,
                     TaishanOptions.TIMER_SERVICE,
                     TaishanOptions.TIMER_CACHE_SIZE,
+                    TaishanOptions.CACHE_TYPE,
+                    TaishanOptions.CACHE_SIZE,
+                    TaishanOptions.BLOOM_FILTER_ENABLED,
                     TaishanOptions.TABLE_PREFIX);
 
     /** Every option set on this object or read from the configuration it was configured with. */
@@ -171,6 +176,9 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                         clientConfig(),
                         tableName(parameters.getJobID(), parameters.getOperatorIdentifier()),
                         writeQueueConfig(),
+                        readPathConfig(),
+                        parameters.getEnv().getMemoryManager(),
+                        parameters.getManagedMemoryFraction(),
                         settings.get(TaishanOptions.TIMER_SERVICE),
                         settings.get(TaishanOptions.TIMER_CACHE_SIZE),
                         parameters.getMetricGroup())
@@ -207,6 +215,44 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
         return writeQueueConfig(settings);
     }
 
+    ReadPathConfig readPathConfig() {
+        return readPathConfig(settings);
+    }
+
+    private static ReadPathConfig readPathConfig(Configuration settings) {
+        return new ReadPathConfig(
+                ReadPathConfig.parseCacheType(settings.get(TaishanOptions.CACHE_TYPE)),
+                settings.getOptional(TaishanOptions.CACHE_SIZE)
+                        .map(MemorySize::getBytes)
+                        .orElse(null),
+                settings.get(TaishanOptions.BLOOM_FILTER_ENABLED));
+    }
+
+    /**
+     * The read cache takes the subtask's share of managed memory unless {@code taishan.cache.size}
+     * sets its size, so Flink budgets it as it budgets RocksDB's block cache.
+     */
+    @Override
+    public boolean useManagedMemory() {
+        return readPathConfig().usesManagedMemory();
+    }
+
+    public TaishanStateBackend setCacheType(String type) {
+        settings.set(TaishanOptions.CACHE_TYPE, type);
+        validate(settings);
+        return this;
+    }
+
+    public TaishanStateBackend setCacheSize(MemorySize bytes) {
+        settings.set(TaishanOptions.CACHE_SIZE, bytes);
+        return this;
+    }
+
+    public TaishanStateBackend setBloomFilterEnabled(boolean enabled) {
+        settings.set(TaishanOptions.BLOOM_FILTER_ENABLED, enabled);
+        return this;
+    }
+
     private static WriteQueueConfig writeQueueConfig(Configuration settings) {
         return new WriteQueueConfig(
                 settings.get(TaishanOptions.WRITE_QUEUE_FLUSH_BYTES).getBytes(),
@@ -223,6 +269,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                 KvClientConfig.forAddresses(addresses);
             }
             writeQueueConfig(settings);
+            readPathConfig(settings);
         } catch (IllegalArgumentException e) {
             throw new IllegalConfigurationException(
                     "Invalid Taishan state backend configuration: " + e.getMessage(), e);

@@ -20,6 +20,7 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.RestOptions;
 import org.apache.flink.configuration.StateBackendOptions;
 import org.apache.flink.core.execution.CheckpointType;
 import org.apache.flink.core.execution.SavepointFormatType;
@@ -72,6 +73,8 @@ class MiniClusterJobTest {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, TaishanStateBackendFactory.class.getName());
         config.set(TaishanOptions.KV_ADDRESS, server.address());
+        // Any free port: another cluster on this machine may hold Flink's default 8081.
+        config.set(RestOptions.BIND_PORT, "0");
         config.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
         config.set(
                 CheckpointingOptions.CHECKPOINTS_DIRECTORY,

@@ -81,7 +81,7 @@ class TaishanKeyedStateBackendTest {
         KeyedStateHandle checkpoint = snapshot(first, 1, CheckpointType.CHECKPOINT);
         update(first, "a", 2);
         update(first, "c", 2);
-        first.numKeyValueStateEntries(); // flushes: the later writes reach the store
+        first.writeQueue().flushAndWait(); // the later writes reach the store
 
         TaishanKeyedStateBackend<String> second = create(job, List.of(checkpoint));
         try {

@@ -1,0 +1,214 @@
+package io.taishan.backend.read;
+
+import io.taishan.cache.StateCache;
+import javax.annotation.Nullable;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+
+/**
+ * One keyed backend's view of the TaskManager-wide {@link StateCache}: which cache key each of its
+ * store keys has, and how each write changes what is cached.
+ *
+ * <p><b>What an entry means.</b> A cached entry is the key's <em>current</em> value, every write
+ * the subtask has made included, acknowledged by the server or not: the write path updates the
+ * cache as it enqueues each write (put: the value; delete: known absent; append: the extended
+ * value, or nothing), so a read may ask the cache before anything else, and a hit needs neither the
+ * write queue's lock nor the network. Unflushed writes always live in the write queue too, so
+ * evicting an entry never loses anything: a miss falls through to the pending writes and the
+ * server, which together give the same value.
+ *
+ * <p><b>Spaces.</b> Each owned shard reads in a space of its own, taken when the backend starts: a
+ * restore makes a new backend with new leases, so every entry of an earlier incarnation of a shard
+ * is unreachable. A map's entries live in a <em>generation</em> of their own, a space whose id is
+ * itself cached in the shard's space under {@code [0x80][map prefix]} (no store key starts with a
+ * byte above 0x7F): {@code clear()} of the map takes a fresh generation, which makes all its
+ * entries unreachable at once, whatever their number; so does the eviction of the generation entry
+ * (then the map's reads miss, and are filled again, under a new generation). A range delete over a
+ * whole shard takes a fresh space for the shard.
+ *
+ * <p><b>TTL.</b> An entry of a state with TTL expires when its value would: at its last-access
+ * timestamp plus the TTL, on the TTL clock, translated into wall-clock time for the cache. Flink's
+ * TTL wrapper still checks every value it gets, so expiry only bounds how long the cache holds one.
+ * List states with TTL are not cached: each element carries its own timestamp, and finding the
+ * newest would mean deserializing the list.
+ *
+ * <p>Not thread-safe for writes (the task thread writes); reads from other threads (queryable
+ * state) must not fill the cache, see {@link StateReader}.
+ */
+public final class ReadCache {
+    /** Sorts above every store key: state ids have the top bit clear. */
+    private static final byte GENERATION_MARKER = (byte) 0x80;
+
+    /** A cached list is extended by an append up to this size, else dropped. */
+    static final int MAX_EXTENDED_BYTES = 16 << 10;
+
+    private final StateCache cache;
+    private final int firstShard;
+    private final long[] shardSpaces;
+    private final TtlTimeProvider ttlClock;
+
+    public ReadCache(StateCache cache, int firstShard, int shardCount, TtlTimeProvider ttlClock) {
+        this.cache = cache;
+        this.firstShard = firstShard;
+        this.shardSpaces = new long[shardCount];
+        for (int i = 0; i < shardCount; i++) {
+            shardSpaces[i] = cache.newSpace();
+        }
+        this.ttlClock = ttlClock;
+    }
+
+    public StateCache cache() {
+        return cache;
+    }
+
+    /**
+     * The cached value, {@link StateCache#ABSENT} for known absent, or null when the cache does not
+     * know.
+     */
+    @Nullable
+    byte[] get(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
+        if (!policy.cached()) {
+            return null;
+        }
+        return cache.get(spaceOf(shard, key, policy, mapPrefixLength), key);
+    }
+
+    /** After a read from the pending writes or the server: what {@code key} holds now. */
+    void fill(
+            int shard,
+            byte[] key,
+            @Nullable byte[] value,
+            CachePolicy policy,
+            int mapPrefixLength) {
+        if (!policy.cached()) {
+            return;
+        }
+        long space = spaceOf(shard, key, policy, mapPrefixLength);
+        if (value == null) {
+            cache.putAbsent(space, key, StateCache.NEVER);
+            return;
+        }
+        long expireAt = expireAt(policy, value);
+        if (expireAt < 0) {
+            cache.invalidate(space, key);
+        } else {
+            cache.put(space, key, value, expireAt);
+        }
+    }
+
+    // ---- write-through
+
+    void put(int shard, byte[] key, byte[] value, CachePolicy policy, int mapPrefixLength) {
+        fill(shard, key, value, policy, mapPrefixLength);
+    }
+
+    void delete(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
+        if (policy.cached()) {
+            cache.putAbsent(spaceOf(shard, key, policy, mapPrefixLength), key, StateCache.NEVER);
+        }
+    }
+
+    /** The store joins an append to the value with ','; so does a cached value, if small. */
+    void append(int shard, byte[] key, byte[] operand, CachePolicy policy, int mapPrefixLength) {
+        if (!policy.cached()) {
+            return;
+        }
+        long space = spaceOf(shard, key, policy, mapPrefixLength);
+        byte[] cached = cache.get(space, key);
+        if (cached == null) {
+            return;
+        }
+        if (cached == StateCache.ABSENT) {
+            cache.put(space, key, operand, expireAt(policy, operand));
+        } else if (cached.length + 1 + operand.length <= MAX_EXTENDED_BYTES) {
+            byte[] joined = new byte[cached.length + 1 + operand.length];
+            System.arraycopy(cached, 0, joined, 0, cached.length);
+            joined[cached.length] = ',';
+            System.arraycopy(operand, 0, joined, cached.length + 1, operand.length);
+            cache.put(space, key, joined, expireAt(policy, joined));
+        } else {
+            cache.invalidate(space, key);
+        }
+    }
+
+    /** {@code clear()} of the map whose entries all start with {@code prefix}. */
+    void clearMap(int shard, byte[] prefix) {
+        long generation = cache.newSpace();
+        cache.put(
+                shardSpace(shard),
+                generationKey(prefix, prefix.length),
+                bytesOf(generation),
+                StateCache.NEVER);
+    }
+
+    /** A range delete the cache cannot follow key by key: the whole shard starts afresh. */
+    void clearShard(int shard) {
+        shardSpaces[shard - firstShard] = cache.newSpace();
+    }
+
+    // ---- keys
+
+    private long shardSpace(int shard) {
+        return shardSpaces[shard - firstShard];
+    }
+
+    private long spaceOf(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
+        long shardSpace = shardSpace(shard);
+        if (!policy.mapEntries()) {
+            return shardSpace;
+        }
+        byte[] generationKey = generationKey(key, mapPrefixLength);
+        byte[] generation = cache.get(shardSpace, generationKey);
+        if (generation != null && generation.length == Long.BYTES) {
+            return longOf(generation);
+        }
+        // Unknown (never cleared, or evicted): a fresh generation, under which nothing is cached.
+        long fresh = cache.newSpace();
+        cache.put(shardSpace, generationKey, bytesOf(fresh), StateCache.NEVER);
+        return fresh;
+    }
+
+    private static byte[] generationKey(byte[] key, int prefixLength) {
+        byte[] generationKey = new byte[prefixLength + 1];
+        generationKey[0] = GENERATION_MARKER;
+        System.arraycopy(key, 0, generationKey, 1, prefixLength);
+        return generationKey;
+    }
+
+    /** Wall-clock expiry of a cached value, NEVER without TTL, or -1: do not cache it. */
+    private long expireAt(CachePolicy policy, byte[] value) {
+        if (!policy.hasTtl()) {
+            return StateCache.NEVER;
+        }
+        int at = policy.timestampOffset();
+        if (value.length < at + Long.BYTES || (policy.mapEntries() && value[0] != 0)) {
+            return -1;
+        }
+        long lastAccess = longOf(value, at);
+        long remaining = lastAccess + policy.ttlMillis() - ttlClock.currentTimestamp();
+        if (remaining <= 0) {
+            return -1;
+        }
+        long now = System.currentTimeMillis();
+        return remaining > StateCache.NEVER - now ? StateCache.NEVER : now + remaining;
+    }
+
+    private static byte[] bytesOf(long v) {
+        byte[] b = new byte[Long.BYTES];
+        for (int i = 0; i < Long.BYTES; i++) {
+            b[i] = (byte) (v >>> (56 - 8 * i));
+        }
+        return b;
+    }
+
+    private static long longOf(byte[] b) {
+        return longOf(b, 0);
+    }
+
+    private static long longOf(byte[] b, int at) {
+        long v = 0;
+        for (int i = 0; i < Long.BYTES; i++) {
+            v = (v << 8) | (b[at + i] & 0xFF);
+        }
+        return v;
+    }
+}

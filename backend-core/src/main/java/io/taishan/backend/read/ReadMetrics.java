@@ -1,0 +1,93 @@
+package io.taishan.backend.read;
+
+import io.taishan.cache.StateCache;
+import java.util.concurrent.atomic.LongAdder;
+import javax.annotation.Nullable;
+import org.apache.flink.metrics.MetricGroup;
+
+/**
+ * What the read path of one subtask did, under the operator's {@code taishan.read} metric group:
+ * {@code cacheHits}, {@code cacheMisses}, {@code filterAbsent} (reads the Bloom filter answered
+ * with no round trip), {@code filterFalsePositives} (a "maybe" the server answered with absent),
+ * {@code remoteGets}, {@code remoteScans} (pages), and gauges of the TaskManager-wide cache it
+ * shares ({@code cacheBytesUsed}, {@code cacheCapacityBytes}, {@code cacheEntries}, {@code
+ * cacheEvictions}) and of its filters ({@code filterLoadedShards}, {@code filterBytes}). The RPC
+ * counts of every kind are under {@code taishan.rpc}.
+ */
+public final class ReadMetrics {
+    private final LongAdder cacheHits = new LongAdder();
+    private final LongAdder cacheMisses = new LongAdder();
+    private final LongAdder filterAbsent = new LongAdder();
+    private final LongAdder filterFalsePositives = new LongAdder();
+    private final LongAdder remoteGets = new LongAdder();
+    private final LongAdder remoteScans = new LongAdder();
+
+    public static ReadMetrics register(
+            @Nullable MetricGroup taishanGroup, StateCache cache, ShardFilters filters) {
+        ReadMetrics metrics = new ReadMetrics();
+        if (taishanGroup != null) {
+            MetricGroup g = taishanGroup.addGroup("read");
+            g.gauge("cacheHits", metrics.cacheHits::sum);
+            g.gauge("cacheMisses", metrics.cacheMisses::sum);
+            g.gauge("filterAbsent", metrics.filterAbsent::sum);
+            g.gauge("filterFalsePositives", metrics.filterFalsePositives::sum);
+            g.gauge("remoteGets", metrics.remoteGets::sum);
+            g.gauge("remoteScans", metrics.remoteScans::sum);
+            g.gauge("cacheBytesUsed", () -> cache.stats().bytesUsed());
+            g.gauge("cacheCapacityBytes", () -> cache.stats().capacity());
+            g.gauge("cacheEntries", () -> cache.stats().entries());
+            g.gauge("cacheEvictions", () -> cache.stats().evictions());
+            g.gauge("filterLoadedShards", filters::loadedShards);
+            g.gauge("filterBytes", filters::offHeapBytes);
+        }
+        return metrics;
+    }
+
+    void cacheHit() {
+        cacheHits.increment();
+    }
+
+    void cacheMiss() {
+        cacheMisses.increment();
+    }
+
+    void filterAbsent() {
+        filterAbsent.increment();
+    }
+
+    void filterFalsePositive() {
+        filterFalsePositives.increment();
+    }
+
+    void remoteGet() {
+        remoteGets.increment();
+    }
+
+    void remoteScan() {
+        remoteScans.increment();
+    }
+
+    public long cacheHits() {
+        return cacheHits.sum();
+    }
+
+    public long cacheMisses() {
+        return cacheMisses.sum();
+    }
+
+    public long filterAbsentAnswers() {
+        return filterAbsent.sum();
+    }
+
+    public long filterFalsePositives() {
+        return filterFalsePositives.sum();
+    }
+
+    public long remoteGets() {
+        return remoteGets.sum();
+    }
+
+    public long remoteScans() {
+        return remoteScans.sum();
+    }
+}

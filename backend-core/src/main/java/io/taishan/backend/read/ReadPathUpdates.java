@@ -1,0 +1,42 @@
+package io.taishan.backend.read;
+
+/**
+ * What the write path tells the read path's layers about each write, so that a read asking them
+ * first never misses the write: the {@link ReadCache} is written through, the shard's Bloom filter
+ * ({@link ShardFilters}) learns the key before the write is enqueued.
+ */
+public final class ReadPathUpdates {
+    private final ReadCache cache;
+    private final ShardFilters filters;
+
+    public ReadPathUpdates(ReadCache cache, ShardFilters filters) {
+        this.cache = cache;
+        this.filters = filters;
+    }
+
+    /** Before a put or an append of {@code key} is enqueued. */
+    public void inserted(int shard, byte[] key, CachePolicy policy) {
+        filters.inserted(shard, key);
+    }
+
+    public void put(int shard, byte[] key, byte[] value, CachePolicy policy, int mapPrefixLength) {
+        cache.put(shard, key, value, policy, mapPrefixLength);
+    }
+
+    public void delete(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
+        cache.delete(shard, key, policy, mapPrefixLength);
+    }
+
+    public void append(
+            int shard, byte[] key, byte[] operand, CachePolicy policy, int mapPrefixLength) {
+        cache.append(shard, key, operand, policy, mapPrefixLength);
+    }
+
+    public void clearMap(int shard, byte[] prefix) {
+        cache.clearMap(shard, prefix);
+    }
+
+    public void clearShard(int shard) {
+        cache.clearShard(shard);
+    }
+}

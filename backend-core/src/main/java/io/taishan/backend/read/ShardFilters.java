@@ -1,0 +1,121 @@
+package io.taishan.backend.read;
+
+import io.taishan.bloom.BloomFilter;
+import io.taishan.bloom.FilterSizing;
+import io.taishan.bloom.KeyHash;
+import io.taishan.bloom.LoadingFilter;
+import java.util.function.IntPredicate;
+
+/**
+ * The Bloom filter copy of each owned shard ({@link LoadingFilter}): a "no" means the shard has
+ * surely no value for the key, so the read returns absent without a round trip.
+ *
+ * <p>Each filter is created with the backend, before the backend writes anything, so every write of
+ * this subtask is in it. A shard that starts empty (a new table, or a shard the restore opened and
+ * wiped) is complete from the start: its filter is loaded empty at once. A shard rolled back or
+ * cloned from a snapshot holds keys the client never saw: its filter answers "maybe" until a copy
+ * of the server's is loaded.
+ *
+ * <p>Cost: one 64-bit hash of the key (XXH3, a few ns) and one cache line of the filter per write
+ * and per read that reaches it.
+ */
+public final class ShardFilters implements AutoCloseable {
+    /** What an empty shard's first filter is sized for, before the server's copy replaces it. */
+    static final long FRESH_SHARD_KEYS = 16_384;
+
+    private final int firstShard;
+    private final LoadingFilter[] filters;
+    private final boolean enabled;
+
+    /**
+     * @param startsEmpty whether the shard (by id) starts with no data
+     */
+    public ShardFilters(int firstShard, int shardCount, IntPredicate startsEmpty, boolean enabled) {
+        this.firstShard = firstShard;
+        this.filters = new LoadingFilter[shardCount];
+        this.enabled = enabled;
+        if (!enabled) {
+            return;
+        }
+        for (int i = 0; i < shardCount; i++) {
+            LoadingFilter filter = new LoadingFilter();
+            if (startsEmpty.test(firstShard + i)) {
+                filter.beginLoad()
+                        .complete(
+                                BloomFilter.create(
+                                        FilterSizing.DEFAULT.geometryFor(FRESH_SHARD_KEYS)),
+                                0);
+            }
+            filters[i] = filter;
+        }
+    }
+
+    /** A write of {@code key} to the shard is about to be enqueued. */
+    void inserted(int shard, byte[] key) {
+        if (enabled) {
+            filters[shard - firstShard].insert(KeyHash.hash(key));
+        }
+    }
+
+    /** False only if the shard surely has no value for {@code key}. */
+    boolean mightContain(int shard, byte[] key) {
+        return !enabled || filters[shard - firstShard].mightContain(KeyHash.hash(key));
+    }
+
+    /** A "maybe" that the server answered with absent. */
+    void falsePositive(int shard) {
+        if (enabled) {
+            filters[shard - firstShard].reportFalsePositive();
+        }
+    }
+
+    public boolean enabled() {
+        return enabled;
+    }
+
+    /** The filter of a shard, for loading a fetched copy and for metrics. */
+    public LoadingFilter filter(int shard) {
+        return filters[shard - firstShard];
+    }
+
+    public long absentAnswers() {
+        long sum = 0;
+        for (LoadingFilter f : filters) {
+            sum += f == null ? 0 : f.absentAnswers();
+        }
+        return sum;
+    }
+
+    public long falsePositives() {
+        long sum = 0;
+        for (LoadingFilter f : filters) {
+            sum += f == null ? 0 : f.falsePositives();
+        }
+        return sum;
+    }
+
+    public int loadedShards() {
+        int loaded = 0;
+        for (LoadingFilter f : filters) {
+            loaded += f != null && f.isLoaded() ? 1 : 0;
+        }
+        return loaded;
+    }
+
+    public long offHeapBytes() {
+        long sum = 0;
+        for (LoadingFilter f : filters) {
+            sum += f == null ? 0 : f.offHeapBytes();
+        }
+        return sum;
+    }
+
+    @Override
+    public void close() {
+        for (LoadingFilter f : filters) {
+            if (f != null) {
+                f.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+package io.taishan.backend.remote;
+
+import io.taishan.kv.client.CloseableIterator;
+import io.taishan.kv.client.KvEntry;
+import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.NodeHealth;
+import io.taishan.kv.client.ScanRange;
+import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TableInfo;
+import io.taishan.kv.client.WriteBatch;
+import io.taishan.kv.client.WriteResult;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.Histogram;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.metrics.ThreadSafeSimpleCounter;
+import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
+
+/**
+ * Counts the calls one subtask makes to the store, by kind, with their latency, under the
+ * operator's {@code taishan.rpc.<kind>} metric group ({@code count}, {@code errors}, {@code
+ * latencyMicros}). A scan counts once when opened; its later pages are not timed. Closing it does
+ * not close the shared store.
+ */
+public final class MeteredKvStore implements KvStore {
+    /** The kinds of call, as reported. */
+    enum Kind {
+        GET,
+        MULTI_GET,
+        SCAN,
+        WRITE,
+        SNAPSHOT,
+        OPEN_SHARD,
+        RESTORE,
+        CLONE,
+        DROP_SNAPSHOTS,
+        TABLE
+    }
+
+    private final KvStore delegate;
+    private final Map<Kind, Meter> meters = new EnumMap<>(Kind.class);
+
+    public MeteredKvStore(KvStore delegate, MetricGroup group) {
+        this.delegate = delegate;
+        MetricGroup rpc = group.addGroup("rpc");
+        for (Kind kind : Kind.values()) {
+            meters.put(kind, new Meter(rpc.addGroup(kind.name().toLowerCase())));
+        }
+    }
+
+    private <T> T timed(Kind kind, Supplier<T> call) {
+        Meter meter = meters.get(kind);
+        long start = System.nanoTime();
+        try {
+            return call.get();
+        } catch (RuntimeException e) {
+            meter.errors.inc();
+            throw e;
+        } finally {
+            meter.count.inc();
+            long micros = (System.nanoTime() - start) / 1_000;
+            // Calls come from the task thread, the restore pool and housekeeping at once.
+            synchronized (meter) {
+                meter.latencyMicros.update(micros);
+            }
+        }
+    }
+
+    @Override
+    public TableInfo createTable(String name, int shardCount) {
+        return timed(Kind.TABLE, () -> delegate.createTable(name, shardCount));
+    }
+
+    @Override
+    public TableInfo createTableIfAbsent(String name, int shardCount) {
+        return timed(Kind.TABLE, () -> delegate.createTableIfAbsent(name, shardCount));
+    }
+
+    @Override
+    public Optional<TableInfo> describeTable(String name) {
+        return timed(Kind.TABLE, () -> delegate.describeTable(name));
+    }
+
+    @Override
+    public List<TableInfo> listTables() {
+        return timed(Kind.TABLE, delegate::listTables);
+    }
+
+    @Override
+    public void dropTable(String name) {
+        timed(
+                Kind.TABLE,
+                () -> {
+                    delegate.dropTable(name);
+                    return null;
+                });
+    }
+
+    @Override
+    public ShardLease openShard(String table, int shard) {
+        return timed(Kind.OPEN_SHARD, () -> delegate.openShard(table, shard));
+    }
+
+    @Override
+    public byte[] get(ShardLease lease, byte[] key) {
+        return timed(Kind.GET, () -> delegate.get(lease, key));
+    }
+
+    @Override
+    public List<byte[]> multiGet(ShardLease lease, List<byte[]> keys) {
+        return timed(Kind.MULTI_GET, () -> delegate.multiGet(lease, keys));
+    }
+
+    @Override
+    public CloseableIterator<KvEntry> scan(
+            ShardLease lease, ScanRange range, int pageSize, boolean keysOnly) {
+        return timed(Kind.SCAN, () -> delegate.scan(lease, range, pageSize, keysOnly));
+    }
+
+    @Override
+    public WriteResult write(WriteBatch batch) {
+        return timed(Kind.WRITE, () -> delegate.write(batch));
+    }
+
+    @Override
+    public CompletableFuture<WriteResult> writeAsync(WriteBatch batch) {
+        Meter meter = meters.get(Kind.WRITE);
+        long start = System.nanoTime();
+        return delegate.writeAsync(batch)
+                .whenComplete(
+                        (result, error) -> {
+                            if (error != null) {
+                                meter.errors.inc();
+                            }
+                            meter.count.inc();
+                            meter.latencyMicros.update((System.nanoTime() - start) / 1_000);
+                        });
+    }
+
+    @Override
+    public List<SnapshotInfo> snapshot(List<ShardLease> shards, long snapshotId, boolean pinned) {
+        return timed(Kind.SNAPSHOT, () -> delegate.snapshot(shards, snapshotId, pinned));
+    }
+
+    @Override
+    public ShardLease restore(String table, int shard, long snapshotId) {
+        return timed(Kind.RESTORE, () -> delegate.restore(table, shard, snapshotId));
+    }
+
+    @Override
+    public ShardLease cloneShard(
+            String sourceTable, int shard, long snapshotId, String targetTable) {
+        return timed(
+                Kind.CLONE, () -> delegate.cloneShard(sourceTable, shard, snapshotId, targetTable));
+    }
+
+    @Override
+    public List<SnapshotInfo> listSnapshots(String table) {
+        return timed(Kind.SNAPSHOT, () -> delegate.listSnapshots(table));
+    }
+
+    @Override
+    public List<SnapshotInfo> listSnapshots(String table, int shard) {
+        return timed(Kind.SNAPSHOT, () -> delegate.listSnapshots(table, shard));
+    }
+
+    @Override
+    public boolean dropSnapshot(String table, int shard, long snapshotId) {
+        return timed(Kind.DROP_SNAPSHOTS, () -> delegate.dropSnapshot(table, shard, snapshotId));
+    }
+
+    @Override
+    public int dropSnapshotsBelow(String table, long snapshotId) {
+        return timed(Kind.DROP_SNAPSHOTS, () -> delegate.dropSnapshotsBelow(table, snapshotId));
+    }
+
+    @Override
+    public List<NodeHealth> health() {
+        return delegate.health();
+    }
+
+    @Override
+    public KvLimits limits() {
+        return delegate.limits();
+    }
+
+    /** The shared store stays open for the other subtasks. */
+    @Override
+    public void close() {}
+
+    private static final class Meter {
+        final Counter count = new ThreadSafeSimpleCounter();
+        final Counter errors = new ThreadSafeSimpleCounter();
+        final Histogram latencyMicros = new DescriptiveStatisticsHistogram(1024);
+
+        Meter(MetricGroup group) {
+            group.counter("count", count);
+            group.counter("errors", errors);
+            group.histogram("latencyMicros", latencyMicros);
+        }
+    }
+}

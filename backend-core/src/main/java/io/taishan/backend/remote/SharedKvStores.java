@@ -1,0 +1,126 @@
+package io.taishan.backend.remote;
+
+import io.taishan.kv.client.GrpcKvStore;
+import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.annotation.concurrent.GuardedBy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One client (channels, threads) per kv-server cluster per JVM, shared by every subtask of a
+ * TaskManager that uses it, and closed when the last one lets go.
+ */
+public final class SharedKvStores {
+    private static final Logger LOG = LoggerFactory.getLogger(SharedKvStores.class);
+    private static final Duration BACKGROUND_DRAIN_TIMEOUT = Duration.ofSeconds(30);
+
+    @GuardedBy("SharedKvStores.class")
+    private static final Map<String, Shared> SHARED = new HashMap<>();
+
+    private SharedKvStores() {}
+
+    /** Connects, or joins an existing connection with the same settings. */
+    public static Handle acquire(KvClientConfig config) {
+        String id = config.toString();
+        synchronized (SharedKvStores.class) {
+            Shared shared = SHARED.get(id);
+            if (shared == null) {
+                shared = new Shared(id, GrpcKvStore.connect(config));
+                SHARED.put(id, shared);
+            }
+            shared.references++;
+            return new Handle(shared);
+        }
+    }
+
+    private static void release(Shared shared) {
+        synchronized (SharedKvStores.class) {
+            if (--shared.references > 0) {
+                return;
+            }
+            SHARED.remove(shared.id);
+        }
+        shared.scheduler.shutdownNow();
+        // Snapshot drops queued by the last checkpoint notifications must reach the server before
+        // the client goes: a drop lost here is repaired only if the job ever checkpoints again.
+        shared.background.shutdown();
+        try {
+            if (!shared.background.awaitTermination(
+                    BACKGROUND_DRAIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                LOG.warn(
+                        "Housekeeping calls to {} still running after {}; closing the client",
+                        shared.id,
+                        BACKGROUND_DRAIN_TIMEOUT);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        shared.store.close();
+    }
+
+    /** One subtask's share of a connection; close it exactly once. */
+    public static final class Handle implements AutoCloseable {
+        private final Shared shared;
+        private boolean closed;
+
+        private Handle(Shared shared) {
+            this.shared = shared;
+        }
+
+        public KvStore store() {
+            return shared.store;
+        }
+
+        /** Short timer tasks only (interval flushes). */
+        public ScheduledExecutorService scheduler() {
+            return shared.scheduler;
+        }
+
+        /** Blocking housekeeping calls that must not delay the task thread. */
+        public ExecutorService background() {
+            return shared.background;
+        }
+
+        @Override
+        public synchronized void close() {
+            if (!closed) {
+                closed = true;
+                release(shared);
+            }
+        }
+    }
+
+    private static final class Shared {
+        final String id;
+        final KvStore store;
+        final ScheduledExecutorService scheduler =
+                Executors.newSingleThreadScheduledExecutor(daemon("taishan-write-flusher"));
+        final ExecutorService background =
+                Executors.newSingleThreadExecutor(daemon("taishan-housekeeping"));
+        int references;
+
+        Shared(String id, KvStore store) {
+            this.id = id;
+            this.store = store;
+        }
+    }
+
+    private static ThreadFactory daemon(String name) {
+        AtomicInteger count = new AtomicInteger();
+        return runnable -> {
+            Thread thread = new Thread(runnable, name + "-" + count.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        };
+    }
+}
