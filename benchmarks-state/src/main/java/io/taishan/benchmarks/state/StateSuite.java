@@ -30,6 +30,7 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * <pre>
  * StateSuite --json FILE [--backends HASHMAP,TAISHAN] [--caches none,all,10pct]
  *            [--access UNIFORM,ZIPF] [--keys 500000] [--benchmarks valueGet,...] [-- JMH options]
+ * StateSuite --list      # the default benchmarks, one per line
  * </pre>
  *
  * The JMH options (e.g. {@code -wi 1 -i 1 -w 1s -r 1s}) apply to every run; they must not name
@@ -78,6 +79,11 @@ public final class StateSuite {
                 case "--access" -> access = split(args[++i]);
                 case "--benchmarks" -> benchmarks = split(args[++i]);
                 case "--keys" -> keys = args[++i];
+                case "--list" -> {
+                    // For scripts: the default set, in the order run.
+                    DEFAULT_BENCHMARKS.keySet().forEach(System.out::println);
+                    return;
+                }
                 case "--" -> {
                     jmhArgs = Arrays.copyOfRange(args, i + 1, args.length);
                     i = args.length;

@@ -26,6 +26,9 @@ import java.util.stream.Collectors;
  * StateReport --taishan taishan.json --rocksdb rocksdb.json [--machine machine.txt]
  *             [--charts DIR] [--out report.md]
  * </pre>
+ *
+ * {@code --taishan} and {@code --rocksdb} may each be given several times (one file per benchmark
+ * when the runner interleaves the two sides).
  */
 public final class StateReport {
     static final String TAISHAN_RUN = "Taishan";
@@ -70,32 +73,32 @@ public final class StateReport {
     }
 
     public static void main(String[] args) throws IOException {
-        Path taishan = null;
-        Path rocksDb = null;
+        List<Path> taishan = new ArrayList<>();
+        List<Path> rocksDb = new ArrayList<>();
         Path machine = null;
         Path charts = null;
         Path out = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
-                case "--taishan" -> taishan = Path.of(args[++i]);
-                case "--rocksdb" -> rocksDb = Path.of(args[++i]);
+                case "--taishan" -> taishan.add(Path.of(args[++i]));
+                case "--rocksdb" -> rocksDb.add(Path.of(args[++i]));
                 case "--machine" -> machine = Path.of(args[++i]);
                 case "--charts" -> charts = Path.of(args[++i]);
                 case "--out" -> out = Path.of(args[++i]);
                 default -> {
                     System.err.println(
-                            "usage: StateReport --taishan FILE --rocksdb FILE [--machine FILE]"
+                            "usage: StateReport --taishan FILE... --rocksdb FILE... [--machine FILE]"
                                     + " [--charts DIR] [--out FILE]");
                     System.exit(2);
                 }
             }
         }
         List<JmhResult> results = new ArrayList<>();
-        if (taishan != null) {
-            results.addAll(JmhResult.read(TAISHAN_RUN, taishan));
+        for (Path file : taishan) {
+            results.addAll(JmhResult.read(TAISHAN_RUN, file));
         }
-        if (rocksDb != null) {
-            results.addAll(JmhResult.read(ROCKSDB_RUN, rocksDb));
+        for (Path file : rocksDb) {
+            results.addAll(JmhResult.read(ROCKSDB_RUN, file));
         }
         StateReport report = new StateReport(results);
         List<Path> images = List.of();
@@ -339,12 +342,13 @@ public final class StateReport {
                 "Each measured iteration restores a fresh keyed backend from one checkpoint of the"
                         + " loaded value state (same job and operator, as after a failover), then"
                         + " looks up keys never written (JMH single-shot time, divided per lookup)."
-                        + " Share = read RPCs / lookups.");
+                        + " Share = read RPCs (Get, MultiGet, Scan) / lookups; all RPCs also counts"
+                        + " what the restored backend sent meanwhile (filter fetches, writes).");
         line("");
         line(
                 "| access | backend | µs per lookup | restores measured | lookups | read RPCs |"
-                        + " share that reached the server |");
-        line("|---|---|--:|--:|--:|--:|--:|");
+                        + " all RPCs | share that reached the server |");
+        line("|---|---|--:|--:|--:|--:|--:|--:|");
         for (String access : accesses()) {
             for (String variant : variants(b -> b.equals(RESTORE))) {
                 find(RESTORE, access, variant)
@@ -368,6 +372,13 @@ public final class StateReport {
                                                                         Locale.ROOT,
                                                                         "%,.0f",
                                                                         r.readRpcs())
+                                                                : "–")
+                                                        + " | "
+                                                        + (r.remote()
+                                                                ? String.format(
+                                                                        Locale.ROOT,
+                                                                        "%,.0f",
+                                                                        r.rpcs())
                                                                 : "–")
                                                         + " | "
                                                         + (r.remote() && r.ops() > 0

@@ -11,6 +11,7 @@ import java.util.Set;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.runtime.memory.MemoryManager;
 import org.apache.flink.runtime.state.StateBackend;
 
 /**
@@ -32,6 +33,8 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
     private static final String RPC_GROUP = "taishan.rpc.";
 
     private static final String COUNT = ".count";
+    private static final long MANAGED_MEMORY_BYTES = 32L << 20;
+    private static final int PAGE_SIZE = 32 << 10;
     private static final Set<String> READ_KINDS = Set.of("get", "multi_get", "scan");
 
     @Override
@@ -73,7 +76,10 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
                             + cache.describe()
                             + ", kv-server child JVM pid "
                             + server.pid();
-            return new Remote(taishan, description, server);
+            // Asked for by every keyed backend; used only when the cache takes managed memory,
+            // which this benchmark never lets it do: it sizes the cache with taishan.cache.size.
+            MemoryManager memoryManager = MemoryManager.create(MANAGED_MEMORY_BYTES, PAGE_SIZE);
+            return new Remote(taishan, description, server, memoryManager);
         } catch (Exception | Error e) {
             server.close();
             throw e;
@@ -84,11 +90,22 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         private final StateBackend backend;
         private final String description;
         private final ChildKvServer server;
+        private final MemoryManager memoryManager;
 
-        Remote(StateBackend backend, String description, ChildKvServer server) {
+        Remote(
+                StateBackend backend,
+                String description,
+                ChildKvServer server,
+                MemoryManager memoryManager) {
             this.backend = backend;
             this.description = description;
             this.server = server;
+            this.memoryManager = memoryManager;
+        }
+
+        @Override
+        public Map<String, Object> environment() {
+            return Map.of("getMemoryManager", memoryManager);
         }
 
         @Override
@@ -154,6 +171,7 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
 
         @Override
         public void close() {
+            memoryManager.shutdown();
             server.close();
         }
     }
