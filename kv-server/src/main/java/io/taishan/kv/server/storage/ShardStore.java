@@ -21,7 +21,6 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import javax.annotation.Nullable;
 import org.rocksdb.RocksDBException;
-import org.rocksdb.Snapshot;
 import org.rocksdb.WriteBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -642,7 +641,7 @@ public final class ShardStore {
             return false;
         }
         engine.shardClosed(this);
-        cancelScan(db);
+        cancelScan();
         boolean closed = false;
         try {
             db.close(flush);
@@ -831,41 +830,36 @@ public final class ShardStore {
     }
 
     /** Under the state write lock, before the instance closes: no page is being read. */
-    private void cancelScan(ShardDb db) {
+    private void cancelScan() {
         FilterScan s = scan;
         if (s != null) {
             scan = null;
             s.cancelled = true;
-            db.releaseSnapshot(s.snapshot);
+            s.keys.close();
         }
     }
 
     /** One running rebuild: the RocksDB snapshot it scans and how far it got. */
     private static final class FilterScan {
-        final ShardDb db;
         final RebuildingFilter filter;
         final RebuildingFilter.Rebuild handle;
-        final Snapshot snapshot;
+        final ShardDb.KeyScan keys;
         final boolean fromScratch;
         final long[] hashes = new long[SCAN_PAGE_KEYS];
-        final ShardDb.KeyBuffer keyBuffer = new ShardDb.KeyBuffer();
         final long startedNanos = System.nanoTime();
-        byte[] nextKey = new byte[0];
         boolean done;
         long bytesRead;
         volatile long keysScanned;
         volatile boolean cancelled;
 
         FilterScan(
-                ShardDb db,
                 RebuildingFilter filter,
                 RebuildingFilter.Rebuild handle,
-                Snapshot snapshot,
+                ShardDb.KeyScan keys,
                 boolean fromScratch) {
-            this.db = db;
             this.filter = filter;
             this.handle = handle;
-            this.snapshot = snapshot;
+            this.keys = keys;
             this.fromScratch = fromScratch;
         }
     }
@@ -976,7 +970,8 @@ public final class ShardStore {
                 }
                 handle = f.beginRebuild(estimate);
                 setReservedFilterBytes(f.sizeBytes());
-                FilterScan s = new FilterScan(db, f, handle, db.getSnapshot(), fromScratch);
+                // Opened after beginRebuild: rule 2.
+                FilterScan s = new FilterScan(f, handle, db.openKeyScan(), fromScratch);
                 scan = s;
                 if (fromScratch) {
                     filterUnavailableReason = "its filter is being rebuilt from a key scan";
@@ -1002,17 +997,16 @@ public final class ShardStore {
             if (s.cancelled) {
                 return -1;
             }
-            ShardDb.KeyPage page = s.db.hashKeys(s.snapshot, s.nextKey, s.hashes, s.keyBuffer);
+            ShardDb.KeyPage page = s.keys.next(s.hashes);
             s.handle.addAll(s.hashes, 0, page.keys());
             s.keysScanned += page.keys();
             s.bytesRead += page.bytes();
-            s.nextKey = page.nextKey();
-            s.done = page.nextKey() == null;
+            s.done = page.done();
             return page.bytes();
         } catch (RocksDBException | RuntimeException e) {
             scan = null;
             s.cancelled = true;
-            s.db.releaseSnapshot(s.snapshot);
+            s.keys.close();
             abandonRebuild(s.filter, s.handle, s.fromScratch, e);
             return -1;
         } finally {
@@ -1027,7 +1021,7 @@ public final class ShardStore {
                 return;
             }
             scan = null;
-            s.db.releaseSnapshot(s.snapshot);
+            s.keys.close();
             long version = s.handle.finish();
             setReservedFilterBytes(s.filter.sizeBytes());
             FilterGeometry built = s.filter.geometry();

@@ -15,6 +15,7 @@ import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.DeleteRange;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.HealthRequest;
 import io.taishan.kv.proto.KeyRef;
@@ -493,5 +494,44 @@ class KvServiceValidationTest {
                                                 assertThat(s.getShard()).isEqualTo(2);
                                             });
                         });
+    }
+
+    @Test
+    void filterFetchesAreValidatedAndLeaseChecked() {
+        long epoch = open(3);
+        // The stream's first message is where a failure shows on the blocking stub.
+        assertFails(
+                () -> fetch("nope", ref(0, epoch)),
+                Status.Code.NOT_FOUND,
+                ErrorCode.TABLE_NOT_FOUND,
+                "table 'nope'");
+        assertFails(
+                () -> fetch("t", ref(-1, epoch)),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "negative shard -1");
+        assertFails(
+                () -> fetch("t", ref(4, epoch)),
+                Status.Code.OUT_OF_RANGE,
+                ErrorCode.SHARD_OUT_OF_RANGE,
+                "shard 4 out of range");
+        assertFails(
+                () -> fetch("t", ref(2, 0)),
+                Status.Code.FAILED_PRECONDITION,
+                ErrorCode.FENCED,
+                "table 't' shard 2",
+                "never opened");
+        assertFails(
+                () -> fetch("t", ref(3, epoch + 1)),
+                Status.Code.FAILED_PRECONDITION,
+                ErrorCode.FENCED,
+                "epoch " + (epoch + 1));
+        assertThat(fetch("t", ref(3, epoch)).hasHeader()).isTrue();
+    }
+
+    private static io.taishan.kv.proto.FetchFilterResponse fetch(String table, ShardRef shard) {
+        return kv.fetchFilter(
+                        FetchFilterRequest.newBuilder().setTable(table).setShard(shard).build())
+                .next();
     }
 }
