@@ -1,6 +1,7 @@
 package io.taishan.backend;
 
 import io.taishan.backend.iterator.StateKeyStreams;
+import io.taishan.backend.read.FilterLoader;
 import io.taishan.backend.read.ReadMetrics;
 import io.taishan.backend.read.ShardFilters;
 import io.taishan.backend.read.StateReader;
@@ -86,6 +87,7 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
             StateReader reader,
             StateWriter writer,
             ShardFilters filters,
+            @Nullable FilterLoader filterLoader,
             AutoCloseable cacheMemory,
             ReadMetrics readMetrics,
             @Nullable HeapPriorityQueuesManager heapTimers,
@@ -264,9 +266,15 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
         return parts.readMetrics();
     }
 
-    /** The shards' Bloom filters, for loading fetched copies and for tests. */
+    /** The shards' Bloom filters, for tests. */
     ShardFilters filters() {
         return parts.filters();
+    }
+
+    /** Loads the server's filters in the background; null with the filters off. */
+    @Nullable
+    FilterLoader filterLoader() {
+        return parts.filterLoader();
     }
 
     @Override
@@ -453,6 +461,9 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
         }
         disposed = true;
         super.dispose();
+        if (parts.filterLoader() != null) {
+            parts.filterLoader().close();
+        }
         IOUtils.closeQuietly(parts.queue());
         IOUtils.closeQuietly(parts.filters());
         IOUtils.closeQuietly(parts.cacheMemory());

@@ -1,6 +1,7 @@
 package io.taishan.backend;
 
 import io.taishan.backend.read.CacheMemory;
+import io.taishan.backend.read.FilterLoader;
 import io.taishan.backend.read.ReadCache;
 import io.taishan.backend.read.ReadMetrics;
 import io.taishan.backend.read.ReadPathConfig;
@@ -21,6 +22,7 @@ import io.taishan.cache.StateCacheRegistry;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.ShardFilterStore;
 import io.taishan.kv.client.ShardLease;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -116,6 +118,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
         WriteBatchQueue queue = null;
         CacheMemory cacheMemory = null;
         ShardFilters filters = null;
+        FilterLoader filterLoader = null;
         // The registry passed in serves the restore only: Flink closes it once the backend is
         // built, so the backend's snapshots need their own (as in Flink's RocksDB builder).
         CloseableRegistry cancelStreamRegistryForBackend = new CloseableRegistry();
@@ -174,6 +177,23 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             ReadMetrics readMetrics =
                     ReadMetrics.register(taishanGroup, cacheMemory.handle(), filters);
             StateReader reader = new StateReader(store, queue, cache, filters, readMetrics);
+            if (readPathConfig.bloomFilterEnabled()
+                    && connection.store() instanceof ShardFilterStore filterStore) {
+                Map<Integer, ShardLease> byShard = new HashMap<>();
+                for (ShardLease lease : leases) {
+                    byShard.put(lease.shard(), lease);
+                }
+                filterLoader =
+                        new FilterLoader(
+                                filterStore, filters, queue, connection.filterFetches(), byShard);
+                queue.setAcknowledgementListener(filterLoader::acknowledged);
+                if (taishanGroup != null) {
+                    FilterLoader loader = filterLoader;
+                    MetricGroup read = taishanGroup.addGroup("read");
+                    read.gauge("filterFetches", loader::fetches);
+                    read.gauge("filterFetchFailures", loader::fetchFailures);
+                }
+            }
             if (!newTable) {
                 // Opened without a snapshot: it may hold writes of an earlier attempt.
                 for (int keyGroup : unrestored) {
@@ -224,6 +244,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             reader,
                             writer,
                             filters,
+                            filterLoader,
                             cacheMemory,
                             readMetrics,
                             heapTimers,
@@ -243,6 +264,10 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             keyGroupCompressionDecorator,
                             keyContext,
                             parts);
+            if (filterLoader != null) {
+                // After the restore's own writes: a shard it loaded is complete already.
+                filterLoader.loadUnloaded();
+            }
             long millis = (System.nanoTime() - start) / 1_000_000;
             metrics.restored(millis);
             logger.info(
@@ -260,6 +285,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     readPathConfig.bloomFilterEnabled() ? "on" : "off");
             return backend;
         } catch (Throwable t) {
+            if (filterLoader != null) {
+                filterLoader.close();
+            }
             IOUtils.closeQuietly(cancelStreamRegistryForBackend);
             IOUtils.closeQuietly(queue);
             IOUtils.closeQuietly(filters);

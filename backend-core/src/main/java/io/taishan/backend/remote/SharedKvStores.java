@@ -24,6 +24,9 @@ public final class SharedKvStores {
     private static final Logger LOG = LoggerFactory.getLogger(SharedKvStores.class);
     private static final Duration BACKGROUND_DRAIN_TIMEOUT = Duration.ofSeconds(30);
 
+    /** Two: one large filter in transfer does not hold up the others of a restore. */
+    private static final int FILTER_FETCH_THREADS = 2;
+
     @GuardedBy("SharedKvStores.class")
     private static final Map<String, Shared> SHARED = new HashMap<>();
 
@@ -51,6 +54,7 @@ public final class SharedKvStores {
             SHARED.remove(shared.id);
         }
         shared.scheduler.shutdownNow();
+        shared.filterFetches.shutdownNow();
         // Snapshot drops queued by the last checkpoint notifications must reach the server before
         // the client goes: a drop lost here is repaired only if the job ever checkpoints again.
         shared.background.shutdown();
@@ -91,6 +95,11 @@ public final class SharedKvStores {
             return shared.background;
         }
 
+        /** Fetches of shards' Bloom filters: blocking, bulky, never on the task thread. */
+        public ScheduledExecutorService filterFetches() {
+            return shared.filterFetches;
+        }
+
         @Override
         public synchronized void close() {
             if (!closed) {
@@ -107,6 +116,9 @@ public final class SharedKvStores {
                 Executors.newSingleThreadScheduledExecutor(daemon("taishan-write-flusher"));
         final ExecutorService background =
                 Executors.newSingleThreadExecutor(daemon("taishan-housekeeping"));
+        final ScheduledExecutorService filterFetches =
+                Executors.newScheduledThreadPool(
+                        FILTER_FETCH_THREADS, daemon("taishan-filter-fetch"));
         int references;
 
         Shared(String id, KvStore store) {

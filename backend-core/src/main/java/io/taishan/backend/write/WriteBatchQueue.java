@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import javax.annotation.Nullable;
 import javax.annotation.concurrent.GuardedBy;
 import org.apache.flink.metrics.MetricGroup;
@@ -86,6 +87,9 @@ public final class WriteBatchQueue
     @GuardedBy("lock")
     private boolean closed;
 
+    /** Told of every acknowledged batch's result, outside the lock. */
+    private volatile Consumer<WriteResult> acknowledgementListener = result -> {};
+
     public WriteBatchQueue(
             KvStore store,
             String table,
@@ -116,6 +120,18 @@ public final class WriteBatchQueue
 
     public String table() {
         return table;
+    }
+
+    /** Who is told of each acknowledged batch's {@link WriteResult} (its filter versions). */
+    public void setAcknowledgementListener(Consumer<WriteResult> listener) {
+        this.acknowledgementListener = listener;
+    }
+
+    /** The segment holding the latest write so far (0 before the first). */
+    public long lastWrittenSegmentId() {
+        synchronized (lock) {
+            return open.opCount > 0 ? open.id : open.id - 1;
+        }
     }
 
     // ---- mutations
@@ -421,6 +437,13 @@ public final class WriteBatchQueue
     }
 
     private void completed(Segment segment, WriteResult result, Throwable error) {
+        completedLocked(segment, result, error);
+        if (error == null) {
+            acknowledgementListener.accept(result);
+        }
+    }
+
+    private void completedLocked(Segment segment, WriteResult result, Throwable error) {
         synchronized (lock) {
             if (closed) {
                 return;

@@ -1,0 +1,148 @@
+package io.taishan.backend.read;
+
+import io.taishan.backend.write.WriteBatchQueue;
+import io.taishan.bloom.LoadingFilter;
+import io.taishan.kv.client.FilterUnavailableException;
+import io.taishan.kv.client.ShardFilter;
+import io.taishan.kv.client.ShardFilterStore;
+import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.WriteResult;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Loads the server's Bloom filter of each owned shard into its {@link LoadingFilter}, in the
+ * background, one fetch per shard: right after a restore for every shard restored from a snapshot
+ * (they answer "maybe" until then), and again whenever a write acknowledgement reports another
+ * version than the one loaded (the server rebuilt its filter: the new copy is more precise; the old
+ * one stays correct meanwhile).
+ *
+ * <p>A re-fetch follows {@link LoadingFilter}'s protocol: {@code beginLoad()} first, then wait
+ * until the server has acknowledged every write made before it, then fetch. A filter the server
+ * cannot vouch for yet ({@link FilterUnavailableException}, e.g. while it rebuilds after a crash)
+ * is tried again later, and again whenever a write result reports a version for the shard (the
+ * server has one then); reads go to the server meanwhile.
+ */
+public final class FilterLoader {
+    private static final Logger LOG = LoggerFactory.getLogger(FilterLoader.class);
+
+    static final long RETRY_MILLIS = 1_000;
+    static final int MAX_ATTEMPTS = 30;
+
+    private final ShardFilterStore store;
+    private final ShardFilters filters;
+    private final WriteBatchQueue queue;
+    private final ScheduledExecutorService executor;
+    private final Map<Integer, ShardLease> leases;
+    private final Map<Integer, Boolean> inFlight = new ConcurrentHashMap<>();
+    private final AtomicLong fetches = new AtomicLong();
+    private final AtomicLong fetchFailures = new AtomicLong();
+    private volatile boolean closed;
+
+    public FilterLoader(
+            ShardFilterStore store,
+            ShardFilters filters,
+            WriteBatchQueue queue,
+            ScheduledExecutorService executor,
+            Map<Integer, ShardLease> leasesByShard) {
+        this.store = store;
+        this.filters = filters;
+        this.queue = queue;
+        this.executor = executor;
+        this.leases = Map.copyOf(leasesByShard);
+    }
+
+    /** Loads every shard whose filter is not loaded (restored shards). */
+    public void loadUnloaded() {
+        for (int shard : leases.keySet()) {
+            if (!filters.filter(shard).isLoaded()) {
+                schedule(shard, false, 0, 0);
+            }
+        }
+    }
+
+    /** The write path's acknowledgement: re-fetch where the server's version moved on. */
+    public void acknowledged(WriteResult result) {
+        for (Map.Entry<Integer, Long> v : result.filterVersions().entrySet()) {
+            int shard = v.getKey();
+            if (!leases.containsKey(shard)) {
+                continue;
+            }
+            LoadingFilter filter = filters.filter(shard);
+            // A version for an unloaded shard: the server has a filter now (an earlier fetch
+            // found none, e.g. while it rebuilt after a crash).
+            if (!filter.isLoaded() || filter.version() != v.getValue()) {
+                schedule(shard, true, 0, 0);
+            }
+        }
+    }
+
+    private void schedule(int shard, boolean refetch, long delayMillis, int attempt) {
+        if (closed || (attempt == 0 && inFlight.putIfAbsent(shard, Boolean.TRUE) != null)) {
+            return;
+        }
+        try {
+            executor.schedule(
+                    () -> load(shard, refetch, attempt), delayMillis, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            inFlight.remove(shard);
+        }
+    }
+
+    private void load(int shard, boolean refetch, int attempt) {
+        if (closed) {
+            inFlight.remove(shard);
+            return;
+        }
+        LoadingFilter filter = filters.filter(shard);
+        try {
+            LoadingFilter.PendingLoad load = filter.beginLoad();
+            if (refetch) {
+                // The server's copy holds exactly what it acknowledged before the fetch.
+                queue.awaitAcknowledged(queue.lastWrittenSegmentId());
+            }
+            fetches.incrementAndGet();
+            ShardFilter fetched = store.fetchFilter(leases.get(shard));
+            load.complete(fetched.filter(), fetched.version());
+            inFlight.remove(shard);
+        } catch (FilterUnavailableException e) {
+            fetchFailures.incrementAndGet();
+            if (attempt + 1 < MAX_ATTEMPTS) {
+                schedule(shard, refetch, RETRY_MILLIS, attempt + 1);
+            } else {
+                inFlight.remove(shard);
+                LOG.info("The kv-server has no filter for shard {} yet: {}", shard, e.getMessage());
+            }
+        } catch (RuntimeException e) {
+            // Reads go to the server without it; a closed backend or a fenced lease ends here.
+            fetchFailures.incrementAndGet();
+            inFlight.remove(shard);
+            if (!closed) {
+                LOG.debug("Could not load the Bloom filter of shard {}", shard, e);
+            }
+        }
+    }
+
+    public long fetches() {
+        return fetches.get();
+    }
+
+    public long fetchFailures() {
+        return fetchFailures.get();
+    }
+
+    /** Whether no load is scheduled or running. */
+    public boolean idle() {
+        return inFlight.isEmpty();
+    }
+
+    public void close() {
+        closed = true;
+    }
+}

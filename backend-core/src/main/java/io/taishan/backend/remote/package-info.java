@@ -1,0 +1,2 @@
+/** The connection to the kv-server: one shared client per cluster, metered calls. */
+package io.taishan.backend.remote;
