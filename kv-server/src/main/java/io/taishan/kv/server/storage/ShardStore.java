@@ -560,6 +560,108 @@ public final class ShardStore {
         return dropped;
     }
 
+    // ---- expiry of TTL'd state (see ExpirySweeper)
+
+    /**
+     * The owner's TTL clock (milliseconds of Flink's TTL time provider), valid only with the lease
+     * it was reported under: after a restore or reopen nothing expires until the new owner reports.
+     * Written under the state read lock by the reporting call, compared by sweeps.
+     */
+    private final Object ttlClockMonitor = new Object();
+
+    private long ttlClockEpoch;
+    private long ttlClockMillis;
+
+    /** The owner reports its TTL clock; a stale lease is fenced like any data call. */
+    public void reportTtlTime(long callerEpoch, long ttlTimeMillis) {
+        state.readLock().lock();
+        try {
+            checkUsable();
+            checkEpoch(callerEpoch);
+            synchronized (ttlClockMonitor) {
+                if (ttlClockEpoch != callerEpoch) {
+                    ttlClockEpoch = callerEpoch;
+                    ttlClockMillis = ttlTimeMillis;
+                } else {
+                    // A clock that goes back (another TaskManager's) never undoes expiry progress.
+                    ttlClockMillis = Math.max(ttlClockMillis, ttlTimeMillis);
+                }
+            }
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /** The owner's TTL time if it was reported under the current lease, else -1. */
+    long ttlClockForSweep() {
+        synchronized (ttlClockMonitor) {
+            return ttlClockEpoch != 0 && ttlClockEpoch == epoch ? ttlClockMillis : -1;
+        }
+    }
+
+    /**
+     * One page of the live data under {@code prefix} from {@code start}, for a sweep; null when the
+     * shard is gone, being shut down, or no longer has the lease {@code expectedEpoch}.
+     */
+    @Nullable
+    ScanPage sweepPage(
+            byte[] start, byte[] prefix, int maxEntries, long maxBytes, long expectedEpoch) {
+        state.readLock().lock();
+        try {
+            if (dropped || shutDown || engine.isClosed() || epoch != expectedEpoch) {
+                return null;
+            }
+            return liveDb().scan(start, new byte[0], prefix, maxEntries, maxBytes, false);
+        } catch (RocksDBException e) {
+            throw KvServerException.storage("expiry scan of " + this, e);
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /**
+     * Deletes those of {@code keys} whose current value is expired at {@code ttlNow}, reading and
+     * deleting under the writer lock, so a write that landed after the sweep's page was read is
+     * seen and kept: the check and the delete are one step in the shard's write order. Nothing is
+     * deleted once the shard has another lease than {@code expectedEpoch}.
+     *
+     * @return how many were deleted
+     */
+    int deleteStillExpired(List<byte[]> keys, StateTtl ttl, long ttlNow, long expectedEpoch) {
+        if (keys.isEmpty()) {
+            return 0;
+        }
+        state.readLock().lock();
+        try {
+            if (dropped || shutDown || engine.isClosed() || epoch != expectedEpoch) {
+                return 0;
+            }
+            writer.lock();
+            try (WriteBatch batch = new WriteBatch()) {
+                ShardDb db = liveDb();
+                int deleted = 0;
+                for (byte[] key : keys) {
+                    byte[] value = db.get(key);
+                    if (value != null && ttl.expired(value, ttlNow)) {
+                        batch.delete(key);
+                        deleted++;
+                    }
+                }
+                if (deleted > 0) {
+                    unchangedSince = null;
+                    db.write(batch);
+                }
+                return deleted;
+            } finally {
+                writer.unlock();
+            }
+        } catch (RocksDBException e) {
+            throw KvServerException.storage("expiry of " + this, e);
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
     public long diskBytes() {
         return DurableFiles.sizeOf(dir);
     }

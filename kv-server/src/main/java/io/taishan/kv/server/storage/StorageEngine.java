@@ -296,10 +296,10 @@ public final class StorageEngine implements AutoCloseable {
                 Path staging = Files.createTempDirectory(tmpDir, "table-");
                 DurableFiles.writeAtomically(staging.resolve(TableMeta.FILE_NAME), meta.toBytes());
                 DurableFiles.moveAtomically(staging, dir);
+                tables.put(name, new TableStore(this, meta, dir));
             } catch (IOException e) {
                 throw KvServerException.storage("cannot create table '" + name + "'", e);
             }
-            tables.put(name, new TableStore(this, meta, dir));
             return new Creation(meta, true);
         }
     }
@@ -317,6 +317,11 @@ public final class StorageEngine implements AutoCloseable {
             throw KvServerException.tableNotFound(name);
         }
         return t;
+    }
+
+    /** Every table's store, for node-wide background work (expiry). */
+    List<TableStore> tableStores() {
+        return new ArrayList<>(tables.values());
     }
 
     public List<TableMeta> tables() {

@@ -20,11 +20,42 @@ public final class TableStore {
     private final TableMeta meta;
     private final Path dir;
     private final ConcurrentHashMap<Integer, ShardStore> shards = new ConcurrentHashMap<>();
+    private final TableTtl ttl;
 
-    TableStore(StorageEngine engine, TableMeta meta, Path dir) {
+    TableStore(StorageEngine engine, TableMeta meta, Path dir) throws IOException {
         this.engine = engine;
         this.meta = meta;
         this.dir = dir;
+        this.ttl = new TableTtl(dir);
+    }
+
+    /** The table's states with a TTL, and what expiry did so far. */
+    TableTtl ttl() {
+        return ttl;
+    }
+
+    /** Registers states with a TTL (widening a registered state's TTL, never narrowing it). */
+    public void registerTtlStates(List<StateTtl> states) {
+        try {
+            ttl.register(states);
+        } catch (IOException e) {
+            throw KvServerException.storage(
+                    "cannot record the TTL states of table '" + name() + "'", e);
+        }
+    }
+
+    public List<StateTtl> ttlStates() {
+        return ttl.states();
+    }
+
+    /** Entries expiry deleted since the server started. */
+    public long expiredEntries() {
+        return ttl.expiredEntries();
+    }
+
+    /** When the last sweep of the table ended (epoch millis), 0 before the first. */
+    public long lastSweepMillis() {
+        return ttl.lastSweepMillis();
     }
 
     public TableMeta meta() {
