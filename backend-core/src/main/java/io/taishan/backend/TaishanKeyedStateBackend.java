@@ -14,6 +14,7 @@ import io.taishan.backend.state.RegisteredStates;
 import io.taishan.backend.state.StateContext;
 import io.taishan.backend.state.TaishanStateFactory;
 import io.taishan.backend.timers.TaishanPriorityQueueFactory;
+import io.taishan.backend.ttl.ServerSideExpiry;
 import io.taishan.backend.write.StateWriter;
 import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.kv.client.KvStore;
@@ -90,6 +91,7 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
             @Nullable FilterLoader filterLoader,
             AutoCloseable cacheMemory,
             ReadMetrics readMetrics,
+            ServerSideExpiry expiry,
             @Nullable HeapPriorityQueuesManager heapTimers,
             int timerCacheSize,
             boolean cacheEnabled,
@@ -141,7 +143,12 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
         List<ShardLease> leases = leases();
         this.stateFactory =
                 new TaishanStateFactory<>(
-                        new Context(), registered, leases, parts.cacheEnabled(), parts.table());
+                        new Context(),
+                        registered,
+                        leases,
+                        parts.cacheEnabled(),
+                        parts.table(),
+                        parts.expiry());
         this.remoteTimers =
                 parts.heapTimers() != null
                         ? null
@@ -464,6 +471,7 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
         if (parts.filterLoader() != null) {
             parts.filterLoader().close();
         }
+        parts.expiry().close();
         IOUtils.closeQuietly(parts.queue());
         IOUtils.closeQuietly(parts.filters());
         IOUtils.closeQuietly(parts.cacheMemory());

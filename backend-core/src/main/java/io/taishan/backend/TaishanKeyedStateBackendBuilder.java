@@ -14,6 +14,7 @@ import io.taishan.backend.restore.CanonicalSavepointRestore;
 import io.taishan.backend.restore.TaishanRestoreOperation;
 import io.taishan.backend.snapshot.BackendMetrics;
 import io.taishan.backend.state.StateKeys;
+import io.taishan.backend.ttl.ServerSideExpiry;
 import io.taishan.backend.write.StateWriter;
 import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.backend.write.WriteQueueConfig;
@@ -24,6 +25,8 @@ import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardFilterStore;
 import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.TtlStore;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -65,6 +68,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
     private final double managedMemoryFraction;
     private final TaishanOptions.TimerServiceType timerService;
     private final int timerCacheSize;
+    private final Duration ttlClockReportInterval;
     @Nullable private final MetricGroup metricGroup;
 
     TaishanKeyedStateBackendBuilder(
@@ -87,6 +91,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             double managedMemoryFraction,
             TaishanOptions.TimerServiceType timerService,
             int timerCacheSize,
+            Duration ttlClockReportInterval,
             @Nullable MetricGroup metricGroup) {
         super(
                 kvStateRegistry,
@@ -108,6 +113,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
         this.managedMemoryFraction = managedMemoryFraction;
         this.timerService = timerService;
         this.timerCacheSize = timerCacheSize;
+        this.ttlClockReportInterval = ttlClockReportInterval;
         this.metricGroup = metricGroup;
     }
 
@@ -231,6 +237,12 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                                                 keyGroupRange,
                                                 numberOfKeyGroups));
             }
+            ServerSideExpiry expiry =
+                    new ServerSideExpiry(
+                            connection.store() instanceof TtlStore ttlStore ? ttlStore : null,
+                            table,
+                            List.of(leases),
+                            ttlTimeProvider);
             BackendMetrics metrics = BackendMetrics.register(taishanGroup);
             InternalKeyContextImpl<K> keyContext =
                     new InternalKeyContextImpl<>(keyGroupRange, numberOfKeyGroups);
@@ -247,6 +259,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             filterLoader,
                             cacheMemory,
                             readMetrics,
+                            expiry,
                             heapTimers,
                             timerCacheSize,
                             readPathConfig.cacheType() != CacheType.NONE,
@@ -268,6 +281,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                 // After the restore's own writes: a shard it loaded is complete already.
                 filterLoader.loadUnloaded();
             }
+            expiry.start(connection.scheduler(), ttlClockReportInterval);
             long millis = (System.nanoTime() - start) / 1_000_000;
             metrics.restored(millis);
             logger.info(

@@ -127,6 +127,16 @@ public final class TaishanOptions {
                                     + " restored from a snapshot answers \"maybe\" until its"
                                     + " filter is loaded.");
 
+    public static final ConfigOption<Duration> TTL_CLOCK_REPORT_INTERVAL =
+            ConfigOptions.key("taishan.ttl.clock-report-interval")
+                    .durationType()
+                    .defaultValue(Duration.ofSeconds(5))
+                    .withDescription(
+                            "How often a subtask with TTL'd state reports its TTL clock to the"
+                                    + " kv-server, which deletes expired entries by that clock"
+                                    + " (never its own): idle state leaves the store at most this"
+                                    + " plus the server's ttl.sweep-interval after it expired.");
+
     public static final ConfigOption<String> TABLE_PREFIX =
             ConfigOptions.key("taishan.table.prefix")
                     .stringType()

@@ -50,6 +50,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                     TaishanOptions.CACHE_TYPE,
                     TaishanOptions.CACHE_SIZE,
                     TaishanOptions.BLOOM_FILTER_ENABLED,
+                    TaishanOptions.TTL_CLOCK_REPORT_INTERVAL,
                     TaishanOptions.TABLE_PREFIX);
 
     /** Every option set on this object or read from the configuration it was configured with. */
@@ -181,6 +182,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                         parameters.getManagedMemoryFraction(),
                         settings.get(TaishanOptions.TIMER_SERVICE),
                         settings.get(TaishanOptions.TIMER_CACHE_SIZE),
+                        settings.get(TaishanOptions.TTL_CLOCK_REPORT_INTERVAL),
                         parameters.getMetricGroup())
                 .build();
     }

@@ -2,6 +2,7 @@ package io.taishan.backend.state;
 
 import io.taishan.backend.read.CachePolicy;
 import io.taishan.backend.read.StateReader;
+import io.taishan.backend.ttl.ServerSideExpiry;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.ScanRange;
 import io.taishan.kv.client.ShardLease;
@@ -44,6 +45,7 @@ public final class TaishanStateFactory<K> {
     private final List<ShardLease> leases;
     private final boolean cacheEnabled;
     private final String table;
+    private final ServerSideExpiry expiry;
     private final Map<String, State> created = new HashMap<>();
 
     public TaishanStateFactory(
@@ -51,8 +53,10 @@ public final class TaishanStateFactory<K> {
             RegisteredStates registered,
             List<ShardLease> leases,
             boolean cacheEnabled,
-            String table) {
+            String table,
+            ServerSideExpiry expiry) {
         this.context = context;
+        this.expiry = expiry;
         this.registered = registered;
         this.leases = leases;
         this.cacheEnabled = cacheEnabled;
@@ -91,6 +95,7 @@ public final class TaishanStateFactory<K> {
             metaInfo = metaInfo.withSerializerUpgradesAllowed();
         }
         info = registered.register(metaInfo);
+        expiry.registered(info.stateId(), stateDesc);
         return createState(stateDesc, info.stateId(), metaInfo);
     }
 
