@@ -32,6 +32,9 @@ import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
 import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.RegisterTtlStatesRequest;
+import io.taishan.kv.proto.ReportTtlTimeRequest;
+import io.taishan.kv.proto.ReportTtlTimeResponse;
 import io.taishan.kv.proto.RestoreRequest;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ShardRef;
@@ -39,6 +42,8 @@ import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.ShardWriteResult;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.proto.TtlLayout;
+import io.taishan.kv.proto.TtlStateSpec;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
@@ -80,7 +85,7 @@ import javax.annotation.Nullable;
  * <p>Keys passed to reads are wrapped, not copied: they must not change until the call returns.
  * Thread-safe.
  */
-public final class GrpcKvStore implements KvStore, ShardFilterStore {
+public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
     private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
     private static final long CLOSE_GRACE_MILLIS = 5_000;
 
@@ -658,6 +663,64 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore {
             dropped += response.getDropped();
         }
         return dropped;
+    }
+
+    // ---- expiry of TTL'd state
+
+    @Override
+    public void registerTtlStates(String table, List<TtlState> states) {
+        ensureOpen();
+        RegisterTtlStatesRequest.Builder request =
+                RegisterTtlStatesRequest.newBuilder().setTable(table);
+        for (TtlState state : states) {
+            request.addStates(
+                    TtlStateSpec.newBuilder()
+                            .setStateId(state.stateId())
+                            .setTtlMillis(state.ttlMillis())
+                            .setLayout(
+                                    switch (state.layout()) {
+                                        case VALUE -> TtlLayout.TTL_VALUE;
+                                        case MAP_ENTRY -> TtlLayout.TTL_MAP_ENTRY;
+                                        case LIST -> TtlLayout.TTL_LIST;
+                                    })
+                            .setFixedElementBytes(state.fixedElementBytes()));
+        }
+        RegisterTtlStatesRequest built = request.build();
+        onEveryNode(
+                () -> "RegisterTtlStates(" + table + ")",
+                table,
+                stub -> stub.registerTtlStates(built));
+    }
+
+    /** One call per node owning some of the shards; the future fails with the first failure. */
+    @Override
+    public CompletableFuture<Void> reportTtlTime(List<ShardLease> leases, long ttlTimeMillis) {
+        ensureOpen();
+        if (leases.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        String table = leases.get(0).table();
+        Map<KvNode, ReportTtlTimeRequest.Builder> byNode = new LinkedHashMap<>();
+        for (ShardLease lease : leases) {
+            byNode.computeIfAbsent(
+                            router.nodeFor(table, lease.shard()),
+                            n ->
+                                    ReportTtlTimeRequest.newBuilder()
+                                            .setTable(table)
+                                            .setTtlTimeMillis(ttlTimeMillis))
+                    .addShards(shardRef(lease));
+        }
+        List<CompletableFuture<ReportTtlTimeResponse>> pending = new ArrayList<>(byNode.size());
+        for (Map.Entry<KvNode, ReportTtlTimeRequest.Builder> entry : byNode.entrySet()) {
+            ReportTtlTimeRequest request = entry.getValue().build();
+            pending.add(
+                    caller.callAsync(
+                            entry.getKey(),
+                            () -> "ReportTtlTime(" + table + ")",
+                            true,
+                            stub -> stub.reportTtlTime(request)));
+        }
+        return CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]));
     }
 
     // ---- filters

@@ -5,6 +5,7 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.util.MutableHandlerRegistry;
 import io.taishan.kv.server.service.ClusterView;
 import io.taishan.kv.server.service.KvServiceImpl;
+import io.taishan.kv.server.storage.ExpirySweeper;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.StorageStartupException;
 import java.io.IOException;
@@ -32,6 +33,7 @@ public final class KvServer implements AutoCloseable {
     private final KvServerConfig config;
     private final StorageEngine storage;
     private final KvServiceImpl service;
+    private final ExpirySweeper expiry;
     private final Server grpcServer;
     private final String address;
     private final Object closeLock = new Object();
@@ -41,11 +43,13 @@ public final class KvServer implements AutoCloseable {
             KvServerConfig config,
             StorageEngine storage,
             KvServiceImpl service,
+            ExpirySweeper expiry,
             Server grpcServer,
             String address) {
         this.config = config;
         this.storage = storage;
         this.service = service;
+        this.expiry = expiry;
         this.grpcServer = grpcServer;
         this.address = address;
     }
@@ -114,7 +118,11 @@ public final class KvServer implements AutoCloseable {
                 self,
                 dataDir.toAbsolutePath(),
                 config.walMode());
-        return new KvServer(config, storage, service, grpc, self);
+        ExpirySweeper expiry =
+                new ExpirySweeper(
+                        storage, config.ttlSweepInterval(), config.ttlSweepBytesPerSecond());
+        expiry.start();
+        return new KvServer(config, storage, service, expiry, grpc, self);
     }
 
     /** Lets requests up to the limit reach our own check, which names the limit. */
@@ -206,6 +214,7 @@ public final class KvServer implements AutoCloseable {
             grpcServer.shutdownNow();
             Thread.currentThread().interrupt();
         }
+        expiry.close();
         service.close();
         storage.close();
         LOG.info("kv-server {} stopped", address);

@@ -30,6 +30,8 @@ public final class KvServerConfig {
     private final KvLimits limits;
     private final StorageOptions storage;
     private final Duration shutdownGrace;
+    private final Duration ttlSweepInterval;
+    private final long ttlSweepBytesPerSecond;
 
     private KvServerConfig(Builder b) {
         this.host = b.host;
@@ -64,6 +66,8 @@ public final class KvServerConfig {
                                 b.filterRebuildBytesPerSecond,
                                 b.filterMaxConcurrentFetches));
         this.shutdownGrace = b.shutdownGrace;
+        this.ttlSweepInterval = b.ttlSweepInterval;
+        this.ttlSweepBytesPerSecond = b.ttlSweepBytesPerSecond;
     }
 
     public static Builder builder() {
@@ -89,6 +93,8 @@ public final class KvServerConfig {
         b.maxOpenShards = storage.maxOpenShards();
         b.filters(storage.filters());
         b.shutdownGrace = shutdownGrace;
+        b.ttlSweepInterval = ttlSweepInterval;
+        b.ttlSweepBytesPerSecond = ttlSweepBytesPerSecond;
         return b;
     }
 
@@ -135,6 +141,16 @@ public final class KvServerConfig {
 
     public Duration shutdownGrace() {
         return shutdownGrace;
+    }
+
+    /** How often expired entries of TTL'd states are swept out of the live shards. */
+    public Duration ttlSweepInterval() {
+        return ttlSweepInterval;
+    }
+
+    /** What all expiry sweeps of the node may read per second together (0: no limit). */
+    public long ttlSweepBytesPerSecond() {
+        return ttlSweepBytesPerSecond;
     }
 
     /** How the shards' Bloom filters are sized, bounded and rebuilt. */
@@ -192,6 +208,8 @@ public final class KvServerConfig {
         private long filterRebuildBytesPerSecond;
         private int filterMaxConcurrentFetches;
         private Duration shutdownGrace = Duration.ofSeconds(10);
+        private Duration ttlSweepInterval = Duration.ofMinutes(1);
+        private long ttlSweepBytesPerSecond = 32L << 20;
 
         private Builder() {
             StorageOptions d = StorageOptions.defaults(Path.of("."));
@@ -329,6 +347,16 @@ public final class KvServerConfig {
             return this;
         }
 
+        public Builder ttlSweepInterval(Duration d) {
+            this.ttlSweepInterval = Objects.requireNonNull(d);
+            return this;
+        }
+
+        public Builder ttlSweepBytesPerSecond(long n) {
+            this.ttlSweepBytesPerSecond = n;
+            return this;
+        }
+
         public Builder shutdownGrace(Duration d) {
             this.shutdownGrace = Objects.requireNonNull(d);
             return this;
@@ -371,6 +399,9 @@ public final class KvServerConfig {
                     case "shards.idle-close" -> shardIdleClose(ConfigValues.duration(key, v));
                     case "shards.max-open" -> maxOpenShards(ConfigValues.integer(key, v));
                     case "shutdown.grace" -> shutdownGrace(ConfigValues.duration(key, v));
+                    case "ttl.sweep-interval" -> ttlSweepInterval(ConfigValues.duration(key, v));
+                    case "ttl.sweep-bytes-per-second" ->
+                            ttlSweepBytesPerSecond(ConfigValues.bytes(key, v));
                     case "filter.target-fpp" -> filterTargetFpp = ConfigValues.decimal(key, v);
                     case "filter.max-shard-bytes" ->
                             filterMaxShardBytes = ConfigValues.bytes(key, v);
@@ -442,6 +473,15 @@ public final class KvServerConfig {
                 throw new IllegalArgumentException(
                         "rocksdb.max-open-files-per-shard must be -1 (unlimited) or > 0, not "
                                 + maxOpenFilesPerShard);
+            }
+            if (ttlSweepInterval.isNegative() || ttlSweepInterval.isZero()) {
+                throw new IllegalArgumentException(
+                        "ttl.sweep-interval must be > 0, not " + ttlSweepInterval);
+            }
+            if (ttlSweepBytesPerSecond < 0) {
+                throw new IllegalArgumentException(
+                        "ttl.sweep-bytes-per-second must be >= 0 (0: unlimited), not "
+                                + ttlSweepBytesPerSecond);
             }
             if (shardIdleClose.isNegative() || shutdownGrace.isNegative()) {
                 throw new IllegalArgumentException("durations must not be negative");

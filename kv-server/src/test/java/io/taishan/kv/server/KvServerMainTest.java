@@ -170,6 +170,8 @@ class KvServerMainTest {
         assertThat(storage.shardIdleClose()).isEqualTo(Duration.ofSeconds(30));
         assertThat(storage.maxOpenShards()).isEqualTo(500);
         assertThat(c.shutdownGrace()).isEqualTo(Duration.ofSeconds(2));
+        assertThat(c.ttlSweepInterval()).isEqualTo(Duration.ofSeconds(15));
+        assertThat(c.ttlSweepBytesPerSecond()).isEqualTo(8L << 20);
         assertThat(c.filters())
                 .isEqualTo(new FilterOptions(0.001, 16L << 20, 128L << 20, 2, 32L << 20, 3));
         assertThat(KvServerMain.parse(new String[] {"--help"})).isNull();

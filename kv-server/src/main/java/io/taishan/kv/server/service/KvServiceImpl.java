@@ -41,6 +41,10 @@ import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardResponse;
+import io.taishan.kv.proto.RegisterTtlStatesRequest;
+import io.taishan.kv.proto.RegisterTtlStatesResponse;
+import io.taishan.kv.proto.ReportTtlTimeRequest;
+import io.taishan.kv.proto.ReportTtlTimeResponse;
 import io.taishan.kv.proto.RestoreRequest;
 import io.taishan.kv.proto.RestoreResponse;
 import io.taishan.kv.proto.ScanRequest;
@@ -53,6 +57,7 @@ import io.taishan.kv.proto.SnapshotInfo;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
 import io.taishan.kv.proto.TableInfo;
+import io.taishan.kv.proto.TtlStateSpec;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
@@ -63,6 +68,7 @@ import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.ScanPage;
 import io.taishan.kv.server.storage.ShardStore;
 import io.taishan.kv.server.storage.SnapshotMeta;
+import io.taishan.kv.server.storage.StateTtl;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.TableMeta;
 import io.taishan.kv.server.storage.TableStore;
@@ -694,6 +700,66 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                         dropped += table.shard(s).dropSnapshotsBelow(request.getSnapshotId());
                     }
                     return DropSnapshotsBelowResponse.newBuilder().setDropped(dropped).build();
+                });
+    }
+
+    // ---- expiry of TTL'd state
+
+    @Override
+    public void registerTtlStates(
+            RegisterTtlStatesRequest request, StreamObserver<RegisterTtlStatesResponse> response) {
+        respond(
+                response,
+                "RegisterTtlStates",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    List<StateTtl> states = new ArrayList<>(request.getStatesCount());
+                    for (TtlStateSpec spec : request.getStatesList()) {
+                        states.add(toStateTtl(table.name(), spec));
+                    }
+                    table.registerTtlStates(states);
+                    return RegisterTtlStatesResponse.getDefaultInstance();
+                });
+    }
+
+    private static StateTtl toStateTtl(String table, TtlStateSpec spec) {
+        StateTtl.Layout layout =
+                switch (spec.getLayout()) {
+                    case TTL_VALUE -> StateTtl.Layout.VALUE;
+                    case TTL_MAP_ENTRY -> StateTtl.Layout.MAP_ENTRY;
+                    case TTL_LIST -> StateTtl.Layout.LIST;
+                    default ->
+                            throw KvServerException.invalid(
+                                    "RegisterTtlStates of table '"
+                                            + table
+                                            + "': state "
+                                            + Integer.toHexString(spec.getStateId())
+                                            + " has no TTL layout");
+                };
+        try {
+            return new StateTtl(
+                    spec.getStateId(), spec.getTtlMillis(), layout, spec.getFixedElementBytes());
+        } catch (IllegalArgumentException e) {
+            throw KvServerException.invalid(
+                    "RegisterTtlStates of table '" + table + "': " + e.getMessage());
+        }
+    }
+
+    @Override
+    public void reportTtlTime(
+            ReportTtlTimeRequest request, StreamObserver<ReportTtlTimeResponse> response) {
+        respond(
+                response,
+                "ReportTtlTime",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    for (ShardRef ref : request.getShardsList()) {
+                        ownedShard(table, ref.getShard())
+                                .reportTtlTime(ref.getEpoch(), request.getTtlTimeMillis());
+                    }
+                    return ReportTtlTimeResponse.getDefaultInstance();
                 });
     }
 
