@@ -142,6 +142,8 @@ class KvServerMainTest {
                         "shards.idle-close = 30s",
                         "shards.max-open = 500",
                         "shutdown.grace = 2s",
+                        "ttl.sweep-interval = 15s",
+                        "ttl.sweep-bytes-per-second = 8m",
                         "filter.target-fpp = 0.001",
                         "filter.max-shard-bytes = 16m",
                         "filter.max-memory-bytes = 128m",
