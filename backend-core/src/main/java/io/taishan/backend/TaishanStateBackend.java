@@ -250,6 +250,11 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
         return this;
     }
 
+    public TaishanStateBackend setTtlClockReportInterval(Duration interval) {
+        settings.set(TaishanOptions.TTL_CLOCK_REPORT_INTERVAL, interval);
+        return this;
+    }
+
     public TaishanStateBackend setBloomFilterEnabled(boolean enabled) {
         settings.set(TaishanOptions.BLOOM_FILTER_ENABLED, enabled);
         return this;
