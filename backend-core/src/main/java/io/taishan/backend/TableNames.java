@@ -10,7 +10,8 @@ import org.apache.flink.api.common.JobID;
  * <p>Flink's operator identifier is {@code <operator class>_<32-hex OperatorID>_(<i>/<p>)}; the
  * subtask suffix changes with parallelism, so only the OperatorID is used. An identifier without
  * one (Flink's test harnesses pass e.g. {@code test_op}) is used whole, without a subtask suffix,
- * with characters the store does not allow replaced by '_'.
+ * with characters the store does not allow replaced by '_'. The prefix must consist of allowed
+ * characters only: replacing its characters could make two prefixes name the same tables.
  */
 final class TableNames {
     private static final Pattern OPERATOR_ID =
@@ -21,7 +22,20 @@ final class TableNames {
 
     private TableNames() {}
 
+    /** A prefix that two jobs could share with another only by choosing the same one. */
+    static void checkPrefix(String prefix) {
+        if (prefix.isEmpty() || NOT_ALLOWED.matcher(prefix).find() || prefix.length() > 64) {
+            throw new IllegalArgumentException(
+                    "taishan.table.prefix '"
+                            + prefix
+                            + "' must be 1 to 64 letters, digits, '_', '.' or '-': other"
+                            + " characters would be replaced, and different prefixes could then"
+                            + " name the same tables");
+        }
+    }
+
     static String of(String prefix, JobID jobId, String operatorIdentifier) {
+        checkPrefix(prefix);
         String operator;
         Matcher id = OPERATOR_ID.matcher(operatorIdentifier);
         if (id.find()) {

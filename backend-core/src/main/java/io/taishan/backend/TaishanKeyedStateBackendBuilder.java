@@ -313,19 +313,41 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
     }
 
     private SharedKvStores.Handle connect() {
+        long start = System.nanoTime();
         try {
             return SharedKvStores.acquire(clientConfig);
         } catch (KvException e) {
+            long millis = (System.nanoTime() - start) / 1_000_000;
+            String what =
+                    connectionRefused(e)
+                            ? "the connection was refused (is a kv-server running there?)"
+                            : "no answer within "
+                                    + clientConfig.requestTimeout().toMillis()
+                                    + " ms per attempt";
             throw new KvException(
                     e.code(),
                     "Cannot reach the Taishan kv-server at "
-                            + clientConfig.addresses()
-                            + " (taishan.kv.address) within "
-                            + clientConfig.requestTimeout()
-                            + ": "
+                            + String.join(",", clientConfig.addresses())
+                            + " (taishan.kv.address): "
+                            + what
+                            + "; gave up after "
+                            + clientConfig.maxAttempts()
+                            + " attempt(s) in "
+                            + millis
+                            + " ms. "
                             + e.getMessage(),
                     null,
                     e);
         }
+    }
+
+    private static boolean connectionRefused(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.net.ConnectException
+                    || String.valueOf(t.getMessage()).contains("Connection refused")) {
+                return true;
+            }
+        }
+        return false;
     }
 }

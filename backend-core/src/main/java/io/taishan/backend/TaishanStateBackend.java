@@ -126,6 +126,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
 
     public TaishanStateBackend setTablePrefix(String prefix) {
         settings.set(TaishanOptions.TABLE_PREFIX, prefix);
+        validate(settings);
         return this;
     }
 
@@ -277,6 +278,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
             }
             writeQueueConfig(settings);
             readPathConfig(settings);
+            TableNames.checkPrefix(settings.get(TaishanOptions.TABLE_PREFIX));
         } catch (IllegalArgumentException e) {
             throw new IllegalConfigurationException(
                     "Invalid Taishan state backend configuration: " + e.getMessage(), e);

@@ -274,7 +274,34 @@ class TaishanKeyedStateBackendTest {
 
         assertThatThrownBy(
                         () -> backend.createKeyedStateBackend(parameters(new JobID(), List.of())))
-                .hasStackTraceContaining("127.0.0.1:1");
+                .hasStackTraceContaining("Cannot reach the Taishan kv-server at 127.0.0.1:1")
+                .hasStackTraceContaining("the connection was refused")
+                .hasStackTraceContaining("1 attempt(s) in");
+    }
+
+    @Test
+    void aTablePrefixWithCharactersTheStoreDoesNotAllowIsRejected() {
+        assertThatThrownBy(() -> new TaishanStateBackend().setTablePrefix("team a/b"))
+                .isInstanceOf(org.apache.flink.configuration.IllegalConfigurationException.class)
+                .hasMessageContaining("'team a/b'");
+        Configuration config = new Configuration();
+        config.set(TaishanOptions.TABLE_PREFIX, "team:a");
+        assertThatThrownBy(
+                        () ->
+                                new TaishanStateBackendFactory()
+                                        .createFromConfig(config, getClass().getClassLoader()))
+                .hasMessageContaining("'team:a'");
+        assertThat(
+                        new TaishanStateBackend()
+                                .setTablePrefix("team-a.b_1")
+                                .tableName(new JobID(), "op"))
+                .startsWith("team-a.b_1_");
+    }
+
+    @Test
+    void anAddressTheClientCannotDialIsRejectedAtConfiguration() {
+        assertThatThrownBy(() -> new TaishanStateBackend().setKvAddress("127.0.0.1:7600:9"))
+                .hasMessageContaining("'127.0.0.1:7600:9'");
     }
 
     @Test

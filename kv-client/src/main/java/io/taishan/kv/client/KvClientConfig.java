@@ -1,5 +1,6 @@
 package io.taishan.kv.client;
 
+import com.google.common.net.HostAndPort;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,18 +43,25 @@ public final class KvClientConfig {
         return b;
     }
 
+    /**
+     * Checks an address with the parser that connects ({@link KvNode}'s {@code HostAndPort}), so
+     * what passes here can be dialled: {@code host:port}, {@code [ipv6]:port}.
+     */
     static String validateAddress(String address) {
-        int colon = address.lastIndexOf(':');
-        if (colon <= 0 || colon == address.length() - 1) {
-            throw new IllegalArgumentException(
-                    "bad kv-server address '" + address + "': expected host:port");
-        }
+        HostAndPort parsed;
         try {
-            int port = Integer.parseInt(address.substring(colon + 1));
-            if (port <= 0 || port > 65535) {
-                throw new NumberFormatException();
-            }
-        } catch (NumberFormatException e) {
+            parsed = HostAndPort.fromString(address);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    "bad kv-server address '" + address + "': expected host:port", e);
+        }
+        if (!parsed.hasPort() || parsed.getHost().isEmpty()) {
+            throw new IllegalArgumentException(
+                    "bad kv-server address '"
+                            + address
+                            + "': expected host:port (an IPv6 host in brackets: [::1]:7600)");
+        }
+        if (parsed.getPort() <= 0) {
             throw new IllegalArgumentException(
                     "bad port in kv-server address '" + address + "': expected 1..65535");
         }

@@ -28,7 +28,18 @@ class KvClientConfigTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"host", "host:", ":80", "host:port", "host:0", "host:65536", "h:-1"})
+    @ValueSource(
+            strings = {
+                "host",
+                "host:",
+                ":80",
+                "host:port",
+                "host:0",
+                "host:65536",
+                "h:-1",
+                "127.0.0.1:7600:9",
+                "::1:80"
+            })
     void rejectsABadAddressNamingIt(String address) {
         assertThatThrownBy(() -> KvClientConfig.forAddresses("ok:1," + address))
                 .isInstanceOf(IllegalArgumentException.class)

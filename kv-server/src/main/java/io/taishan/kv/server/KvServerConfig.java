@@ -18,6 +18,9 @@ import javax.annotation.Nullable;
  * Java properties file read by {@link Builder#properties(Properties)} (keys in the module README).
  */
 public final class KvServerConfig {
+    /** The smallest request limit that still carries a batch. */
+    static final int MIN_REQUEST_BYTES = 64 << 10;
+
     /** Defaults of the request limits. */
     public static final KvLimits DEFAULT_LIMITS =
             new KvLimits(64 << 10, 8 << 20, 32 << 20, 100_000, 10_000, 1 << 20);
@@ -464,6 +467,23 @@ public final class KvServerConfig {
             positive("limits.max-ops-per-request", maxOpsPerRequest);
             positive("limits.max-scan-page-entries", maxScanPageEntries);
             positive("limits.max-scan-page-bytes", maxScanPageBytes);
+            if (maxRequestBytes < MIN_REQUEST_BYTES) {
+                throw new IllegalArgumentException(
+                        "limits.max-request-bytes must be at least "
+                                + MIN_REQUEST_BYTES
+                                + " (one request must hold a batch of ops), not "
+                                + maxRequestBytes);
+            }
+            if ((long) maxKeyBytes + maxValueBytes > maxRequestBytes) {
+                throw new IllegalArgumentException(
+                        "limits.max-key-bytes ("
+                                + maxKeyBytes
+                                + ") + limits.max-value-bytes ("
+                                + maxValueBytes
+                                + ") must fit in limits.max-request-bytes ("
+                                + maxRequestBytes
+                                + "): a put of the largest entry could never be sent");
+            }
             positive("rocksdb.block-cache-bytes", blockCacheBytes);
             positive("rocksdb.write-buffer-bytes", writeBufferBytes);
             positive("rocksdb.shard-write-buffer-bytes", shardWriteBufferBytes);

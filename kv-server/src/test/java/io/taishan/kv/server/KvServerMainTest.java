@@ -218,6 +218,21 @@ class KvServerMainTest {
     }
 
     @Test
+    void limitsThatContradictEachOtherAreRejected() {
+        assertThatThrownBy(() -> KvServerConfig.builder().maxRequestBytes(1).build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("limits.max-request-bytes must be at least");
+        assertThatThrownBy(
+                        () ->
+                                KvServerConfig.builder()
+                                        .maxValueBytes(40 << 20)
+                                        .maxRequestBytes(32 << 20)
+                                        .build())
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("must fit in limits.max-request-bytes");
+    }
+
+    @Test
     void aSyncedWalNeedsTheWal() {
         assertThatThrownBy(() -> KvServerConfig.builder().walSync(true).build())
                 .isInstanceOf(IllegalArgumentException.class)
