@@ -193,6 +193,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                         new FilterLoader(
                                 filterStore, filters, queue, connection.filterFetches(), byShard);
                 queue.setAcknowledgementListener(filterLoader::acknowledged);
+                filters.onFalsePositive(filterLoader::falsePositive);
                 if (taishanGroup != null) {
                     FilterLoader loader = filterLoader;
                     MetricGroup read = taishanGroup.addGroup("read");

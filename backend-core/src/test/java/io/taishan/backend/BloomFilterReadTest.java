@@ -98,6 +98,98 @@ class BloomFilterReadTest {
         }
     }
 
+    /**
+     * Shards that grow far beyond the first filter's size: the server rebuilds its filters as they
+     * fill, every write result reports the new version, and the backend loads it, so absent keys
+     * stay local.
+     */
+    @Test
+    void absentKeysStayLocalAsShardsOutgrowTheirFirstFilter() throws Exception {
+        int keyGroups = 2;
+        int keys = 100_000;
+        JobID job = new JobID();
+        TaishanKeyedStateBackend<Integer> backend =
+                create(job, new KeyGroupRange(0, keyGroups - 1), List.of(), keyGroups);
+        try {
+            for (int key = 0; key < keys; key++) {
+                backend.setCurrentKey(key);
+                state(backend).update((long) key);
+            }
+            backend.writeQueue().flushAndWait();
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            double share;
+            do {
+                Thread.sleep(200);
+                long before = backend.readMetrics().remoteGets();
+                for (int key = keys; key < keys + 2_000; key++) {
+                    backend.setCurrentKey(key);
+                    assertThat(state(backend).value()).isNull();
+                }
+                share = (backend.readMetrics().remoteGets() - before) / 2_000.0;
+                System.out.printf(
+                        "absent share %.4f, versions %s%n", share, backend.filters().versions());
+            } while (share > 0.01 && System.nanoTime() < deadline);
+            assertThat(share)
+                    .as(
+                            "share of absent lookups reaching the server, %d keys per shard",
+                            keys / keyGroups)
+                    .isLessThanOrEqualTo(0.01);
+        } finally {
+            backend.dispose();
+        }
+    }
+
+    /**
+     * With the cache on, lists built by appends to keys the filter ruled out are cached from their
+     * first element: reading them back costs no server call.
+     */
+    @Test
+    void listsBuiltByAppendsAreReadBackFromTheCache() throws Exception {
+        TaishanStateBackend factory =
+                new TaishanStateBackend()
+                        .setKvAddress(server.address())
+                        .setCacheType("off-heap")
+                        .setCacheSize(org.apache.flink.configuration.MemorySize.parse("16mb"));
+        @SuppressWarnings("unchecked")
+        TaishanKeyedStateBackend<Integer> backend =
+                (TaishanKeyedStateBackend<Integer>)
+                        factory.createKeyedStateBackend(
+                                new KeyedStateBackendParametersImpl<>(
+                                        env,
+                                        new JobID(),
+                                        "list_op",
+                                        IntSerializer.INSTANCE,
+                                        KEY_GROUPS,
+                                        full(),
+                                        env.getTaskKvStateRegistry(),
+                                        TtlTimeProvider.DEFAULT,
+                                        new UnregisteredMetricsGroup(),
+                                        List.of(),
+                                        new CloseableRegistry()));
+        try {
+            org.apache.flink.api.common.state.ListStateDescriptor<Long> descriptor =
+                    new org.apache.flink.api.common.state.ListStateDescriptor<>(
+                            "list", LongSerializer.INSTANCE);
+            org.apache.flink.api.common.state.ListState<Long> list =
+                    backend.getPartitionedState(
+                            VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE, descriptor);
+            for (int key = 0; key < 1_000; key++) {
+                backend.setCurrentKey(key);
+                list.add((long) key);
+                list.add((long) -key);
+            }
+            backend.writeQueue().flushAndWait();
+            long before = backend.readMetrics().remoteGets();
+            for (int key = 0; key < 1_000; key++) {
+                backend.setCurrentKey(key);
+                assertThat(list.get()).containsExactly((long) key, (long) -key);
+            }
+            assertThat(backend.readMetrics().remoteGets() - before).isZero();
+        } finally {
+            backend.dispose();
+        }
+    }
+
     private static void assertAbsentReadsStayLocalAndPresentOnesAreFound(
             TaishanKeyedStateBackend<Integer> backend, String what) throws Exception {
         long before = backend.readMetrics().remoteGets();
@@ -155,6 +247,13 @@ class BloomFilterReadTest {
     @SuppressWarnings("unchecked")
     private static TaishanKeyedStateBackend<Integer> create(
             JobID job, KeyGroupRange range, Collection<KeyedStateHandle> handles) throws Exception {
+        return create(job, range, handles, KEY_GROUPS);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static TaishanKeyedStateBackend<Integer> create(
+            JobID job, KeyGroupRange range, Collection<KeyedStateHandle> handles, int keyGroups)
+            throws Exception {
         TaishanStateBackend backend =
                 new TaishanStateBackend().setKvAddress(server.address()).setCacheType("none");
         return (TaishanKeyedStateBackend<Integer>)
@@ -164,7 +263,7 @@ class BloomFilterReadTest {
                                 job,
                                 "bloom_op",
                                 IntSerializer.INSTANCE,
-                                KEY_GROUPS,
+                                keyGroups,
                                 range,
                                 env.getTaskKvStateRegistry(),
                                 TtlTimeProvider.DEFAULT,

@@ -161,6 +161,19 @@ public final class LoadingFilter implements AutoCloseable {
         return version;
     }
 
+    /**
+     * The loaded copy's false-positive rate estimated from its fill (it grows with the client's own
+     * inserts), or 1 while nothing is loaded: the caller's cue to fetch a fresher copy.
+     */
+    public double estimatedFpp() {
+        long stamp = lock.readLock();
+        try {
+            return filter == null ? 1.0 : filter.estimatedFpp();
+        } finally {
+            lock.unlockRead(stamp);
+        }
+    }
+
     /** Hashes buffered for the next load. */
     public int bufferedHashes() {
         long stamp = lock.readLock();

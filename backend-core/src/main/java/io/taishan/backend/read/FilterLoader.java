@@ -35,12 +35,19 @@ public final class FilterLoader {
     static final long RETRY_MILLIS = 1_000;
     static final int MAX_ATTEMPTS = 30;
 
+    /** A loaded copy estimated worse than this is worth a fresher one, when reads show it. */
+    static final double REFRESH_ABOVE_FPP = 0.01;
+
+    /** At most one refresh per shard this often: the server may not have rebuilt yet. */
+    static final long MIN_REFRESH_NANOS = 2_000_000_000L;
+
     private final ShardFilterStore store;
     private final ShardFilters filters;
     private final WriteBatchQueue queue;
     private final ScheduledExecutorService executor;
     private final Map<Integer, ShardLease> leases;
     private final Map<Integer, Boolean> inFlight = new ConcurrentHashMap<>();
+    private final Map<Integer, Long> lastRefreshNanos = new ConcurrentHashMap<>();
     private final AtomicLong fetches = new AtomicLong();
     private final AtomicLong fetchFailures = new AtomicLong();
     private volatile boolean closed;
@@ -81,6 +88,25 @@ public final class FilterLoader {
                 schedule(shard, true, 0, 0);
             }
         }
+    }
+
+    /**
+     * A read the shard's filter answered "maybe" found nothing on the server. Write results report
+     * a server rebuild only while the subtask writes; a subtask that only reads learns of it here:
+     * once its copy has filled past the target, it fetches again (at most every two seconds).
+     */
+    public void falsePositive(int shard) {
+        LoadingFilter filter = filters.filter(shard);
+        if (!leases.containsKey(shard) || filter.estimatedFpp() <= REFRESH_ABOVE_FPP) {
+            return;
+        }
+        long now = System.nanoTime();
+        Long last = lastRefreshNanos.get(shard);
+        if (last != null && now - last < MIN_REFRESH_NANOS) {
+            return;
+        }
+        lastRefreshNanos.put(shard, now);
+        schedule(shard, true, 0, 0);
     }
 
     private void schedule(int shard, boolean refetch, long delayMillis, int attempt) {

@@ -107,14 +107,27 @@ public final class ReadCache {
         }
     }
 
-    /** The store joins an append to the value with ','; so does a cached value, if small. */
-    void append(int shard, byte[] key, byte[] operand, CachePolicy policy, int mapPrefixLength) {
+    /**
+     * The store joins an append to the value with ','; so does a cached value, if small. A key
+     * known to have had no value ({@code wasAbsent}: the shard's filter ruled it out) now holds
+     * just the operand, so a list built by appends is cached from its first element on.
+     */
+    void append(
+            int shard,
+            byte[] key,
+            byte[] operand,
+            CachePolicy policy,
+            int mapPrefixLength,
+            boolean wasAbsent) {
         if (!policy.cached()) {
             return;
         }
         long space = spaceOf(shard, key, policy, mapPrefixLength);
         byte[] cached = cache.get(space, key);
         if (cached == null) {
+            if (wasAbsent) {
+                cache.put(space, key, operand, expireAt(policy, operand));
+            }
             return;
         }
         if (cached == StateCache.ABSENT) {

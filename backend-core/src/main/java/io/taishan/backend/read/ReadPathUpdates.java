@@ -27,9 +27,23 @@ public final class ReadPathUpdates {
         cache.delete(shard, key, policy, mapPrefixLength);
     }
 
+    /**
+     * @param wasAbsent the shard's filter said, before this append, that the key has no value
+     *     anywhere (not in the store, not in the pending writes, whose keys it holds too)
+     */
     public void append(
-            int shard, byte[] key, byte[] operand, CachePolicy policy, int mapPrefixLength) {
-        cache.append(shard, key, operand, policy, mapPrefixLength);
+            int shard,
+            byte[] key,
+            byte[] operand,
+            CachePolicy policy,
+            int mapPrefixLength,
+            boolean wasAbsent) {
+        cache.append(shard, key, operand, policy, mapPrefixLength, wasAbsent);
+    }
+
+    /** Whether the shard's filter rules the key out (only worth asking for cached states). */
+    public boolean surelyAbsent(int shard, byte[] key, CachePolicy policy) {
+        return policy.cached() && !filters.mightContain(shard, key);
     }
 
     public void clearMap(int shard, byte[] prefix) {

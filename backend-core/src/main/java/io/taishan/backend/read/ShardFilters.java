@@ -4,6 +4,7 @@ import io.taishan.bloom.BloomFilter;
 import io.taishan.bloom.FilterSizing;
 import io.taishan.bloom.KeyHash;
 import io.taishan.bloom.LoadingFilter;
+import java.util.function.IntConsumer;
 import java.util.function.IntPredicate;
 
 /**
@@ -26,6 +27,7 @@ public final class ShardFilters implements AutoCloseable {
     private final int firstShard;
     private final LoadingFilter[] filters;
     private final boolean enabled;
+    private volatile IntConsumer falsePositiveListener = shard -> {};
 
     /**
      * @param startsEmpty whether the shard (by id) starts with no data
@@ -66,7 +68,13 @@ public final class ShardFilters implements AutoCloseable {
     void falsePositive(int shard) {
         if (enabled) {
             filters[shard - firstShard].reportFalsePositive();
+            falsePositiveListener.accept(shard);
         }
+    }
+
+    /** Who hears of each false positive (the loader, to fetch a fresher copy). */
+    public void onFalsePositive(IntConsumer listener) {
+        this.falsePositiveListener = listener;
     }
 
     public boolean enabled() {
@@ -100,6 +108,15 @@ public final class ShardFilters implements AutoCloseable {
             loaded += f != null && f.isLoaded() ? 1 : 0;
         }
         return loaded;
+    }
+
+    /** The loaded version of each shard's filter, for logs and tests. */
+    public java.util.List<Long> versions() {
+        java.util.List<Long> versions = new java.util.ArrayList<>();
+        for (LoadingFilter f : filters) {
+            versions.add(f == null ? LoadingFilter.NO_VERSION : f.version());
+        }
+        return versions;
     }
 
     public long offHeapBytes() {

@@ -41,9 +41,11 @@ public final class StateWriter {
     /** Server-side append with the list delimiter; never reads. */
     public void append(
             ShardLease lease, byte[] key, byte[] operand, CachePolicy policy, int mapPrefixLength) {
+        // Asked before the key goes in: "surely absent" then means the list is just the operand.
+        boolean wasAbsent = readPath.surelyAbsent(lease.shard(), key, policy);
         readPath.inserted(lease.shard(), key, policy);
         queue.append(lease, key, operand);
-        readPath.append(lease.shard(), key, operand, policy, mapPrefixLength);
+        readPath.append(lease.shard(), key, operand, policy, mapPrefixLength, wasAbsent);
     }
 
     /** {@code clear()} of a map: deletes every entry under {@code prefix}. */
