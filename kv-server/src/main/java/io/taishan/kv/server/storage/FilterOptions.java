@@ -25,7 +25,7 @@ public record FilterOptions(
         int maxConcurrentFetches) {
 
     public static final FilterOptions DEFAULTS =
-            new FilterOptions(0.01, 64L << 20, 512L << 20, 1, 64L << 20, 4);
+            new FilterOptions(0.01, 64L << 20, 512L << 20, 1, 64L << 20, 8);
 
     public FilterOptions {
         // FilterSizing checks the rate and the cap, naming them.
