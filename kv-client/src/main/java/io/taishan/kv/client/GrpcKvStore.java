@@ -869,6 +869,45 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         return result;
     }
 
+    /** The table's server-side expiry, summed over the nodes. */
+    public TableExpiry describeExpiry(String table) {
+        ensureOpen();
+        DescribeShardsRequest request = DescribeShardsRequest.newBuilder().setTable(table).build();
+        List<TtlState> states = new ArrayList<>();
+        long expired = 0;
+        long swept = 0;
+        long lastSweep = 0;
+        long live = 0;
+        int open = 0;
+        for (DescribeShardsResponse response :
+                onEveryNode(
+                        () -> "DescribeShards(" + table + ")",
+                        table,
+                        stub -> stub.describeShards(request))) {
+            io.taishan.kv.proto.TableExpiry e = response.getExpiry();
+            if (states.isEmpty()) {
+                for (TtlStateSpec spec : e.getStatesList()) {
+                    states.add(
+                            new TtlState(
+                                    spec.getStateId(),
+                                    spec.getTtlMillis(),
+                                    switch (spec.getLayout()) {
+                                        case TTL_MAP_ENTRY -> TtlState.Layout.MAP_ENTRY;
+                                        case TTL_LIST -> TtlState.Layout.LIST;
+                                        default -> TtlState.Layout.VALUE;
+                                    },
+                                    spec.getFixedElementBytes()));
+                }
+            }
+            expired += e.getExpiredEntries();
+            swept += e.getSweptEntries();
+            lastSweep = Math.max(lastSweep, e.getLastSweepMillis());
+            live += e.getEstimatedLiveEntries();
+            open += e.getOpenShards();
+        }
+        return new TableExpiry(List.copyOf(states), expired, swept, lastSweep, live, open);
+    }
+
     // ---- cluster
 
     /**

@@ -5,7 +5,9 @@ import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardMap;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TableExpiry;
 import io.taishan.kv.client.TableInfo;
+import io.taishan.kv.client.TtlState;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -167,7 +169,46 @@ final class AdminCommands {
                         + all.pinned()
                         + " pinned, "
                         + Formats.size(all.bytes()));
+        printExpiry(kv.describeExpiry(name));
         return EXIT_OK;
+    }
+
+    /** The table's TTL'd states and what server-side expiry did with them. */
+    private void printExpiry(TableExpiry expiry) {
+        out.println();
+        out.println(
+                "live entries  ~"
+                        + expiry.estimatedLiveEntries()
+                        + " (RocksDB's estimate over "
+                        + expiry.openShards()
+                        + " open shard(s))");
+        if (expiry.states().isEmpty()) {
+            out.println("expiry        no state with a TTL registered");
+            return;
+        }
+        for (TtlState state : expiry.states()) {
+            out.println(
+                    String.format(
+                            Locale.ROOT,
+                            "ttl state     %08x: %s, %s%s",
+                            state.stateId(),
+                            Formats.duration(state.ttlMillis()),
+                            state.layout(),
+                            state.layout() == TtlState.Layout.LIST
+                                    ? state.fixedElementBytes() > 0
+                                            ? ", elements of " + state.fixedElementBytes() + " B"
+                                            : ", variable-length elements: not expired here"
+                                    : ""));
+        }
+        out.println(
+                "expired       "
+                        + expiry.expiredEntries()
+                        + " entries of "
+                        + expiry.sweptEntries()
+                        + " swept since the node(s) started; last sweep "
+                        + (expiry.lastSweepMillis() == 0
+                                ? "none yet"
+                                : Formats.instant(expiry.lastSweepMillis())));
     }
 
     /**

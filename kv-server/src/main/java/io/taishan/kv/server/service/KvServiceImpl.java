@@ -56,7 +56,9 @@ import io.taishan.kv.proto.ShardWriteResult;
 import io.taishan.kv.proto.SnapshotInfo;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.proto.TableExpiry;
 import io.taishan.kv.proto.TableInfo;
+import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
@@ -723,6 +725,20 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 });
     }
 
+    private static TtlStateSpec toProto(StateTtl ttl) {
+        return TtlStateSpec.newBuilder()
+                .setStateId(ttl.stateId())
+                .setTtlMillis(ttl.ttlMillis())
+                .setLayout(
+                        switch (ttl.layout()) {
+                            case VALUE -> TtlLayout.TTL_VALUE;
+                            case MAP_ENTRY -> TtlLayout.TTL_MAP_ENTRY;
+                            case LIST -> TtlLayout.TTL_LIST;
+                        })
+                .setFixedElementBytes(ttl.fixedElementBytes())
+                .build();
+    }
+
     private static StateTtl toStateTtl(String table, TtlStateSpec spec) {
         StateTtl.Layout layout =
                 switch (spec.getLayout()) {
@@ -950,6 +966,8 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 () -> {
                     TableStore table = table(request.getTable());
                     DescribeShardsResponse.Builder b = DescribeShardsResponse.newBuilder();
+                    long liveEntries = 0;
+                    int openShards = 0;
                     for (int s : ownedExistingShards(table)) {
                         ShardStore shard = table.shard(s);
                         b.addShards(
@@ -958,8 +976,23 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                         .setEpoch(shard.epoch())
                                         .setOpen(shard.isOpen())
                                         .setFilter(toProto(shard.filterStatus())));
+                        long entries = shard.estimatedEntriesIfOpen();
+                        if (entries >= 0) {
+                            liveEntries += entries;
+                            openShards++;
+                        }
                     }
-                    return b.build();
+                    TableExpiry.Builder expiry =
+                            TableExpiry.newBuilder()
+                                    .setExpiredEntries(table.expiredEntries())
+                                    .setSweptEntries(table.sweptEntries())
+                                    .setLastSweepMillis(table.lastSweepMillis())
+                                    .setEstimatedLiveEntries(liveEntries)
+                                    .setOpenShards(openShards);
+                    for (StateTtl ttl : table.ttlStates()) {
+                        expiry.addStates(toProto(ttl));
+                    }
+                    return b.setExpiry(expiry).build();
                 });
     }
 

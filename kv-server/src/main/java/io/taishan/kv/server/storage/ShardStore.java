@@ -572,6 +572,20 @@ public final class ShardStore {
     private long ttlClockEpoch;
     private long ttlClockMillis;
 
+    /** RocksDB's estimate of the live entries, or -1 when closed (it is not opened to count). */
+    public long estimatedEntriesIfOpen() {
+        synchronized (liveMonitor) {
+            if (live == null) {
+                return -1;
+            }
+            try {
+                return live.estimatedKeys();
+            } catch (RocksDBException e) {
+                return -1;
+            }
+        }
+    }
+
     /** The owner reports its TTL clock; a stale lease is fenced like any data call. */
     public void reportTtlTime(long callerEpoch, long ttlTimeMillis) {
         state.readLock().lock();

@@ -53,6 +53,11 @@ public final class TableStore {
         return ttl.expiredEntries();
     }
 
+    /** Entries expiry looked at since the server started. */
+    public long sweptEntries() {
+        return ttl.sweptEntries();
+    }
+
     /** When the last sweep of the table ended (epoch millis), 0 before the first. */
     public long lastSweepMillis() {
         return ttl.lastSweepMillis();

@@ -6,8 +6,10 @@ import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TtlState;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.server.EmbeddedKvServer;
+import io.taishan.kv.server.KvServerConfig;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -35,7 +37,11 @@ class KvAdminMainTest {
 
     @BeforeAll
     static void start() {
-        server = EmbeddedKvServer.start();
+        server =
+                EmbeddedKvServer.start(
+                        KvServerConfig.builder()
+                                .ttlSweepInterval(java.time.Duration.ofMillis(50))
+                                .build());
         kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
     }
 
@@ -108,6 +114,32 @@ class KvAdminMainTest {
         assertThat(row.get(4)).isEqualTo("6");
         assertThat(row.get(5)).isEqualTo("2");
         assertThat(r.out).containsPattern("\\d+ table\\(s\\)");
+    }
+
+    @Test
+    void describeShowsTheTablesTtlStatesAndWhatExpiryDid() throws Exception {
+        assertThat(admin("describe", table).out).contains("no state with a TTL registered");
+
+        int state = 0x0abcdef1;
+        kv.registerTtlStates(table, List.of(new TtlState(state, 60_000, TtlState.Layout.VALUE, 0)));
+        ShardLease lease = kv.openShard(table, 0);
+        byte[] key = java.nio.ByteBuffer.allocate(5).putInt(state).put((byte) 1).array();
+        kv.write(
+                new WriteBatch(table)
+                        .put(lease, key, java.nio.ByteBuffer.allocate(8).putLong(0).array()));
+        kv.reportTtlTime(List.of(lease), 120_000).get();
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (kv.describeExpiry(table).expiredEntries() == 0) {
+            assertThat(System.nanoTime()).as("a sweep within 30 s").isLessThan(deadline);
+            Thread.sleep(50);
+        }
+
+        Result r = admin("describe", table);
+        assertThat(r.exit).isZero();
+        assertThat(r.out)
+                .contains("ttl state     0abcdef1: 1m 0s, VALUE")
+                .contains("expired       1 entries of")
+                .contains("live entries  ~");
     }
 
     @Test
