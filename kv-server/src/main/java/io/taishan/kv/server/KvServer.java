@@ -3,6 +3,7 @@ package io.taishan.kv.server;
 import io.grpc.Server;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.util.MutableHandlerRegistry;
+import io.taishan.kv.server.service.CallExecutors;
 import io.taishan.kv.server.service.ClusterView;
 import io.taishan.kv.server.service.KvServiceImpl;
 import io.taishan.kv.server.storage.ExpirySweeper;
@@ -30,10 +31,19 @@ import org.slf4j.LoggerFactory;
 public final class KvServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KvServer.class);
 
+    /**
+     * The receive window of every stream and connection, fixed. gRPC's default, 1 MiB with BDP
+     * auto-tuning, answers data with PING frames to measure the link, which every small call then
+     * pays for; and a 1 MiB write batch does not fit the default window with its framing. 4 MiB
+     * holds a full batch and the next one.
+     */
+    static final int FLOW_CONTROL_WINDOW_BYTES = 4 << 20;
+
     private final KvServerConfig config;
     private final StorageEngine storage;
     private final KvServiceImpl service;
     private final ExpirySweeper expiry;
+    private final CallExecutors calls;
     private final Server grpcServer;
     private final String address;
     private final Object closeLock = new Object();
@@ -44,12 +54,14 @@ public final class KvServer implements AutoCloseable {
             StorageEngine storage,
             KvServiceImpl service,
             ExpirySweeper expiry,
+            CallExecutors calls,
             Server grpcServer,
             String address) {
         this.config = config;
         this.storage = storage;
         this.service = service;
         this.expiry = expiry;
+        this.calls = calls;
         this.grpcServer = grpcServer;
         this.address = address;
     }
@@ -75,6 +87,7 @@ public final class KvServer implements AutoCloseable {
             throw new KvServerStartupException(e.getMessage(), e);
         }
         MutableHandlerRegistry registry = new MutableHandlerRegistry();
+        CallExecutors calls = new CallExecutors();
         Server grpc;
         String bindAddress = config.host() + ":" + config.port();
         try {
@@ -83,14 +96,20 @@ public final class KvServer implements AutoCloseable {
                     NettyServerBuilder.forAddress(bind)
                             .fallbackHandlerRegistry(registry)
                             .maxInboundMessageSize(inboundLimit(config))
+                            .flowControlWindow(FLOW_CONTROL_WINDOW_BYTES)
+                            // Calls run on the event loop unless CallExecutors moves them.
+                            .directExecutor()
+                            .callExecutor(calls)
                             .build()
                             .start();
         } catch (IOException e) {
+            calls.close();
             storage.close();
             String why =
                     isBindFailure(e) ? "address already in use or not available" : e.toString();
             throw new KvServerStartupException("cannot listen on " + bindAddress + ": " + why, e);
         } catch (RuntimeException e) {
+            calls.close();
             storage.close();
             throw new KvServerStartupException(
                     "cannot listen on " + bindAddress + ": " + e.getMessage(), e);
@@ -109,7 +128,7 @@ public final class KvServer implements AutoCloseable {
         }
         KvServiceImpl service =
                 new KvServiceImpl(
-                        storage, new ClusterView(nodes, index), config.limits(), version());
+                        storage, new ClusterView(nodes, index), config.limits(), version(), calls);
         registry.addService(service);
         LOG.info(
                 "kv-server node {} of {} listening on {} with data in {} (WAL {})",
@@ -122,7 +141,7 @@ public final class KvServer implements AutoCloseable {
                 new ExpirySweeper(
                         storage, config.ttlSweepInterval(), config.ttlSweepBytesPerSecond());
         expiry.start();
-        return new KvServer(config, storage, service, expiry, grpc, self);
+        return new KvServer(config, storage, service, expiry, calls, grpc, self);
     }
 
     /** Lets requests up to the limit reach our own check, which names the limit. */
@@ -216,6 +235,7 @@ public final class KvServer implements AutoCloseable {
         }
         expiry.close();
         service.close();
+        calls.close();
         storage.close();
         LOG.info("kv-server {} stopped", address);
     }

@@ -94,20 +94,33 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
 import java.util.function.Supplier;
+import javax.annotation.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The gRPC face of one node: validates every request completely (names, shard ranges, ownership,
  * limits) before the storage sees it, and turns every failure into a status with an error code.
+ *
+ * <p>{@code Get} and {@code MultiGet} run on the network thread that read them (see {@link
+ * CallExecutors}); whenever the read would wait (a shard lock held, a shard to open, a large
+ * MultiGet) they go on on the call pool instead. On the data path, error messages are built only
+ * once a check has failed, and values read from RocksDB go into responses without a copy.
  */
 public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     private static final Logger LOG = LoggerFactory.getLogger(KvServiceImpl.class);
+
+    /**
+     * A MultiGet of more keys runs on the pool: it would hold the network thread (and every call on
+     * the connections it serves) for too long.
+     */
+    static final int INLINE_MULTI_GET_KEYS = 128;
 
     private final StorageEngine storage;
     private final ClusterView cluster;
     private final RequestLimits limits;
     private final String version;
+    private final CallExecutors calls;
     private final long startedAtMillis = System.currentTimeMillis();
     private final ExecutorService shardPool =
             Executors.newFixedThreadPool(
@@ -125,12 +138,21 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     });
     private volatile boolean shuttingDown;
 
+    /**
+     * @param calls the executors the gRPC server was built with; inline reads that would wait go on
+     *     on its pool
+     */
     public KvServiceImpl(
-            StorageEngine storage, ClusterView cluster, KvLimits limits, String version) {
+            StorageEngine storage,
+            ClusterView cluster,
+            KvLimits limits,
+            String version,
+            CallExecutors calls) {
         this.storage = storage;
         this.cluster = cluster;
         this.limits = new RequestLimits(limits);
         this.version = version;
+        this.calls = calls;
     }
 
     /**
@@ -321,69 +343,94 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
 
     @Override
     public void get(GetRequest request, StreamObserver<GetResponse> response) {
-        respond(
-                response,
-                "Get",
-                true,
-                () -> {
-                    TableStore table = table(request.getTable());
-                    ShardStore shard = ownedShard(table, request.getShard().getShard());
-                    limits.checkKey(request.getKey(), "Get of " + shard);
-                    byte[] value =
-                            shard.get(
-                                    request.getShard().getEpoch(), request.getKey().toByteArray());
-                    return value == null
-                            ? GetResponse.getDefaultInstance()
-                            : GetResponse.newBuilder()
-                                    .setFound(true)
-                                    .setValue(ByteString.copyFrom(value))
-                                    .build();
-                });
+        respondInline(response, "Get", inline -> get(request, inline));
+    }
+
+    /** Null when {@code inline} and the read would wait. */
+    @Nullable
+    private GetResponse get(GetRequest request, boolean inline) {
+        TableStore table = table(request.getTable());
+        ShardStore shard = ownedShard(table, request.getShard().getShard());
+        ByteString key = request.getKey();
+        if (!limits.keyFits(key)) {
+            throw limits.keyTooLarge(key, "Get of " + shard);
+        }
+        long epoch = request.getShard().getEpoch();
+        byte[] value =
+                inline
+                        ? shard.getIfReady(epoch, key.toByteArray())
+                        : shard.get(epoch, key.toByteArray());
+        if (value == ShardStore.NOT_READY) {
+            return null;
+        }
+        // Wrapped, not copied: RocksDB made this array for this call and nobody else holds it.
+        return value == null
+                ? GetResponse.getDefaultInstance()
+                : GetResponse.newBuilder()
+                        .setFound(true)
+                        .setValue(UnsafeByteOperations.unsafeWrap(value))
+                        .build();
     }
 
     @Override
     public void multiGet(MultiGetRequest request, StreamObserver<MultiGetResponse> response) {
-        respond(
-                response,
-                "MultiGet",
-                true,
-                () -> {
-                    TableStore table = table(request.getTable());
-                    String where = "MultiGet on table '" + table.name() + "'";
-                    limits.checkRequestSize(request.getSerializedSize(), where);
-                    limits.checkOpCount(request.getKeysCount(), where);
-                    // Keys of one shard (and epoch) are read together, in one RocksDB MultiGet.
-                    Map<ShardRef, List<Integer>> groups = new LinkedHashMap<>();
-                    for (int i = 0; i < request.getKeysCount(); i++) {
-                        KeyRef ref = request.getKeys(i);
-                        ShardStore shard = ownedShard(table, ref.getShard().getShard());
-                        limits.checkKey(ref.getKey(), where + " " + shard);
-                        groups.computeIfAbsent(ref.getShard(), s -> new ArrayList<>()).add(i);
-                    }
-                    ValueResult[] results = new ValueResult[request.getKeysCount()];
-                    for (Map.Entry<ShardRef, List<Integer>> g : groups.entrySet()) {
-                        List<byte[]> keys = new ArrayList<>(g.getValue().size());
-                        for (int i : g.getValue()) {
-                            keys.add(request.getKeys(i).getKey().toByteArray());
-                        }
-                        List<byte[]> values =
-                                table.shard(g.getKey().getShard())
-                                        .multiGet(g.getKey().getEpoch(), keys);
-                        for (int j = 0; j < values.size(); j++) {
-                            byte[] v = values.get(j);
-                            results[g.getValue().get(j)] =
-                                    v == null
-                                            ? ValueResult.getDefaultInstance()
-                                            : ValueResult.newBuilder()
-                                                    .setFound(true)
-                                                    .setValue(ByteString.copyFrom(v))
-                                                    .build();
-                        }
-                    }
-                    return MultiGetResponse.newBuilder()
-                            .addAllValues(Arrays.asList(results))
-                            .build();
-                });
+        respondInline(response, "MultiGet", inline -> multiGet(request, inline));
+    }
+
+    /** Null when {@code inline} and the read would wait; then nothing was answered yet. */
+    @Nullable
+    private MultiGetResponse multiGet(MultiGetRequest request, boolean inline) {
+        TableStore table = table(request.getTable());
+        int serializedBytes = request.getSerializedSize();
+        if (!limits.requestFits(serializedBytes)) {
+            throw limits.requestTooLarge(serializedBytes, multiGetWhere(table));
+        }
+        if (!limits.opCountFits(request.getKeysCount())) {
+            throw limits.tooManyOps(request.getKeysCount(), multiGetWhere(table));
+        }
+        // Keys of one shard (and epoch) are read together, in one RocksDB MultiGet.
+        Map<ShardRef, List<Integer>> groups = new LinkedHashMap<>();
+        for (int i = 0; i < request.getKeysCount(); i++) {
+            KeyRef ref = request.getKeys(i);
+            ShardStore shard = ownedShard(table, ref.getShard().getShard());
+            if (!limits.keyFits(ref.getKey())) {
+                throw limits.keyTooLarge(ref.getKey(), multiGetWhere(table) + " " + shard);
+            }
+            groups.computeIfAbsent(ref.getShard(), s -> new ArrayList<>()).add(i);
+        }
+        if (inline && request.getKeysCount() > INLINE_MULTI_GET_KEYS) {
+            return null;
+        }
+        ValueResult[] results = new ValueResult[request.getKeysCount()];
+        for (Map.Entry<ShardRef, List<Integer>> g : groups.entrySet()) {
+            List<byte[]> keys = new ArrayList<>(g.getValue().size());
+            for (int i : g.getValue()) {
+                keys.add(request.getKeys(i).getKey().toByteArray());
+            }
+            ShardStore shard = table.shard(g.getKey().getShard());
+            long epoch = g.getKey().getEpoch();
+            List<byte[]> values =
+                    inline ? shard.multiGetIfReady(epoch, keys) : shard.multiGet(epoch, keys);
+            if (values == null) {
+                return null;
+            }
+            for (int j = 0; j < values.size(); j++) {
+                byte[] v = values.get(j);
+                // Wrapped: RocksDB made each array for this call and nobody else holds it.
+                results[g.getValue().get(j)] =
+                        v == null
+                                ? ValueResult.getDefaultInstance()
+                                : ValueResult.newBuilder()
+                                        .setFound(true)
+                                        .setValue(UnsafeByteOperations.unsafeWrap(v))
+                                        .build();
+            }
+        }
+        return MultiGetResponse.newBuilder().addAllValues(Arrays.asList(results)).build();
+    }
+
+    private static String multiGetWhere(TableStore table) {
+        return "MultiGet on table '" + table.name() + "'";
     }
 
     @Override
@@ -395,20 +442,19 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 () -> {
                     TableStore table = table(request.getTable());
                     ShardStore shard = ownedShard(table, request.getShard().getShard());
-                    String where = "Scan of " + shard;
-                    limits.checkKey(request.getStartKey(), where);
-                    limits.checkKey(request.getEndKey(), where);
-                    limits.checkKey(request.getPrefix(), where);
+                    checkScanBound(request.getStartKey(), shard);
+                    checkScanBound(request.getEndKey(), shard);
+                    checkScanBound(request.getPrefix(), shard);
                     if (request.getLimit() < 0) {
                         throw KvServerException.invalid(
-                                where + ": negative page limit " + request.getLimit());
+                                "Scan of " + shard + ": negative page limit " + request.getLimit());
                     }
                     if (!request.getEndKey().isEmpty()
                             && ByteString.unsignedLexicographicalComparator()
                                             .compare(request.getStartKey(), request.getEndKey())
                                     > 0) {
                         throw KvServerException.invalid(
-                                where + ": start key is after end key (bad range)");
+                                "Scan of " + shard + ": start key is after end key (bad range)");
                     }
                     ScanPage page =
                             shard.scan(
@@ -419,18 +465,26 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                     limits.scanPageEntries(request.getLimit()),
                                     limits.scanPageBytes(),
                                     request.getKeysOnly());
+                    // Wrapped, not copied: the iterator made every key and value array for this
+                    // page (the empty value of a keys-only scan is shared, and never written).
                     ScanResponse.Builder b = ScanResponse.newBuilder().setHasMore(page.hasMore());
                     for (ScanPage.Entry e : page.entries()) {
                         b.addEntries(
                                 KeyValue.newBuilder()
-                                        .setKey(ByteString.copyFrom(e.key()))
-                                        .setValue(ByteString.copyFrom(e.value())));
+                                        .setKey(UnsafeByteOperations.unsafeWrap(e.key()))
+                                        .setValue(UnsafeByteOperations.unsafeWrap(e.value())));
                     }
                     if (page.hasMore()) {
-                        b.setNextStartKey(ByteString.copyFrom(page.nextStartKey()));
+                        b.setNextStartKey(UnsafeByteOperations.unsafeWrap(page.nextStartKey()));
                     }
                     return b.build();
                 });
+    }
+
+    private void checkScanBound(ByteString bound, ShardStore shard) {
+        if (!limits.keyFits(bound)) {
+            throw limits.keyTooLarge(bound, "Scan of " + shard);
+        }
     }
 
     // ---- writes
@@ -495,51 +549,86 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     private record Applied(List<SnapshotMeta> snapshots, long filterVersion) {}
 
     private void validateWrite(TableStore table, WriteRequest request) {
-        String where = "Write to table '" + table.name() + "'";
-        limits.checkRequestSize(request.getSerializedSize(), where);
+        int serializedBytes = request.getSerializedSize();
+        if (!limits.requestFits(serializedBytes)) {
+            throw limits.requestTooLarge(serializedBytes, writeWhere(table));
+        }
         long ops = 0;
         for (ShardWrite w : request.getShardsList()) {
             ops += w.getOpsCount();
         }
-        limits.checkOpCount(ops, where);
+        if (!limits.opCountFits(ops)) {
+            throw limits.tooManyOps(ops, writeWhere(table));
+        }
         Set<Integer> seen = new HashSet<>();
         for (ShardWrite w : request.getShardsList()) {
             ShardStore shard = ownedShard(table, w.getShard());
             if (!seen.add(w.getShard())) {
                 throw KvServerException.invalid(
-                        where + ": shard " + w.getShard() + " appears twice in one request");
+                        writeWhere(table)
+                                + ": shard "
+                                + w.getShard()
+                                + " appears twice in one request");
             }
             for (int i = 0; i < w.getOpsCount(); i++) {
-                validateOp(w.getOps(i), where + ", " + shard + ", op #" + i);
+                validateOp(w.getOps(i), table, shard, i);
             }
         }
     }
 
-    private void validateOp(WriteOp op, String where) {
+    private static String writeWhere(TableStore table) {
+        return "Write to table '" + table.name() + "'";
+    }
+
+    /** Where an op is, for its error message; built only when the op is refused. */
+    private static String opWhere(TableStore table, ShardStore shard, int op) {
+        return writeWhere(table) + ", " + shard + ", op #" + op;
+    }
+
+    private void validateOp(WriteOp op, TableStore table, ShardStore shard, int i) {
         switch (op.getOpCase()) {
             case PUT -> {
-                limits.checkKey(op.getPut().getKey(), where);
-                limits.checkValue(op.getPut().getValue(), where);
+                checkKey(op.getPut().getKey(), table, shard, i);
+                checkValue(op.getPut().getValue(), table, shard, i);
             }
-            case DELETE -> limits.checkKey(op.getDelete().getKey(), where);
+            case DELETE -> checkKey(op.getDelete().getKey(), table, shard, i);
             case DELETE_RANGE -> {
-                limits.checkKey(op.getDeleteRange().getBeginKey(), where);
-                limits.checkKey(op.getDeleteRange().getEndKey(), where);
+                checkKey(op.getDeleteRange().getBeginKey(), table, shard, i);
+                checkKey(op.getDeleteRange().getEndKey(), table, shard, i);
                 if (ByteString.unsignedLexicographicalComparator()
                                 .compare(
                                         op.getDeleteRange().getBeginKey(),
                                         op.getDeleteRange().getEndKey())
                         > 0) {
                     throw KvServerException.invalid(
-                            where + ": delete-range begin key is after its end key (bad range)");
+                            opWhere(table, shard, i)
+                                    + ": delete-range begin key is after its end key (bad range)");
                 }
             }
             case APPEND -> {
-                limits.checkKey(op.getAppend().getKey(), where);
-                limits.checkValue(op.getAppend().getValue(), where);
+                checkKey(op.getAppend().getKey(), table, shard, i);
+                checkValue(op.getAppend().getValue(), table, shard, i);
             }
-            case SNAPSHOT -> checkSnapshotId(op.getSnapshot().getSnapshotId(), where);
-            case OP_NOT_SET -> throw KvServerException.invalid(where + ": no op set");
+            case SNAPSHOT -> {
+                long id = op.getSnapshot().getSnapshotId();
+                if (id < 0) {
+                    checkSnapshotId(id, opWhere(table, shard, i));
+                }
+            }
+            case OP_NOT_SET ->
+                    throw KvServerException.invalid(opWhere(table, shard, i) + ": no op set");
+        }
+    }
+
+    private void checkKey(ByteString key, TableStore table, ShardStore shard, int op) {
+        if (!limits.keyFits(key)) {
+            throw limits.keyTooLarge(key, opWhere(table, shard, op));
+        }
+    }
+
+    private void checkValue(ByteString value, TableStore table, ShardStore shard, int op) {
+        if (!limits.valueFits(value)) {
+            throw limits.valueTooLarge(value, opWhere(table, shard, op));
         }
     }
 
@@ -1074,6 +1163,43 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 .build();
     }
 
+    /** A call that may run on a network thread, where it must not wait. */
+    private interface InlineCall<T> {
+        /**
+         * @param inline whether on a network thread
+         * @return the answer, or null (only when {@code inline}) if it would have to wait
+         */
+        @Nullable
+        T run(boolean inline);
+    }
+
+    /**
+     * Runs {@code call} here, on the network thread; if it answers null, runs it again on the call
+     * pool, where waiting holds up no other call. Reads only: they may run twice.
+     */
+    private <T> void respondInline(StreamObserver<T> observer, String method, InlineCall<T> call) {
+        T result;
+        try {
+            if (shuttingDown) {
+                throw KvServerException.shuttingDown();
+            }
+            result = call.run(true);
+        } catch (RuntimeException e) {
+            fail(observer, method, e);
+            return;
+        }
+        if (result != null) {
+            observer.onNext(result);
+            observer.onCompleted();
+            return;
+        }
+        try {
+            calls.pool().execute(() -> respond(observer, method, true, () -> call.run(false)));
+        } catch (RejectedExecutionException e) {
+            observer.onError(ErrorStatus.of(KvServerException.shuttingDown()));
+        }
+    }
+
     private <T> void respond(
             StreamObserver<T> observer,
             String method,
@@ -1085,7 +1211,16 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 throw KvServerException.shuttingDown();
             }
             result = call.get();
-        } catch (KvServerException e) {
+        } catch (RuntimeException e) {
+            fail(observer, method, e);
+            return;
+        }
+        observer.onNext(result);
+        observer.onCompleted();
+    }
+
+    private void fail(StreamObserver<?> observer, String method, RuntimeException failure) {
+        if (failure instanceof KvServerException e) {
             if (e.code() == ErrorCode.STORAGE_ERROR) {
                 LOG.error("{} failed: {}", method, e.getMessage(), e);
             } else {
@@ -1093,15 +1228,11 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             }
             observer.onError(ErrorStatus.of(e));
             return;
-        } catch (RuntimeException e) {
-            LOG.error("{} failed unexpectedly", method, e);
-            observer.onError(
-                    ErrorStatus.of(
-                            ErrorCode.STORAGE_ERROR,
-                            method + " failed on node " + cluster.selfAddress() + ": " + e));
-            return;
         }
-        observer.onNext(result);
-        observer.onCompleted();
+        LOG.error("{} failed unexpectedly", method, failure);
+        observer.onError(
+                ErrorStatus.of(
+                        ErrorCode.STORAGE_ERROR,
+                        method + " failed on node " + cluster.selfAddress() + ": " + failure));
     }
 }

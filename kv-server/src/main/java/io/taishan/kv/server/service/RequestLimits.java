@@ -30,53 +30,88 @@ final class RequestLimits {
     }
 
     void checkKey(ByteString key, String where) {
-        if (key.size() > limits.maxKeyBytes()) {
-            throw exceeded(
-                    "key of "
-                            + key.size()
-                            + " bytes in "
-                            + where
-                            + " exceeds the limit of "
-                            + limits.maxKeyBytes()
-                            + " bytes");
+        if (!keyFits(key)) {
+            throw keyTooLarge(key, where);
         }
     }
 
     void checkValue(ByteString value, String where) {
-        if (value.size() > limits.maxValueBytes()) {
-            throw exceeded(
-                    "value of "
-                            + value.size()
-                            + " bytes in "
-                            + where
-                            + " exceeds the limit of "
-                            + limits.maxValueBytes()
-                            + " bytes");
+        if (!valueFits(value)) {
+            throw valueTooLarge(value, where);
         }
     }
 
     void checkRequestSize(int serializedBytes, String where) {
-        if (serializedBytes > limits.maxRequestBytes()) {
-            throw exceeded(
-                    where
-                            + " request of "
-                            + serializedBytes
-                            + " bytes exceeds the limit of "
-                            + limits.maxRequestBytes()
-                            + " bytes");
+        if (!requestFits(serializedBytes)) {
+            throw requestTooLarge(serializedBytes, where);
         }
     }
 
     void checkOpCount(long ops, String where) {
-        if (ops > limits.maxOpsPerRequest()) {
-            throw exceeded(
-                    where
-                            + " request with "
-                            + ops
-                            + " ops exceeds the limit of "
-                            + limits.maxOpsPerRequest()
-                            + " ops");
+        if (!opCountFits(ops)) {
+            throw tooManyOps(ops, where);
         }
+    }
+
+    // The checks in two halves, for the data path: the test, and the error with its message, which
+    // is built only when the test fails.
+
+    boolean keyFits(ByteString key) {
+        return key.size() <= limits.maxKeyBytes();
+    }
+
+    KvServerException keyTooLarge(ByteString key, String where) {
+        return exceeded(
+                "key of "
+                        + key.size()
+                        + " bytes in "
+                        + where
+                        + " exceeds the limit of "
+                        + limits.maxKeyBytes()
+                        + " bytes");
+    }
+
+    boolean valueFits(ByteString value) {
+        return value.size() <= limits.maxValueBytes();
+    }
+
+    KvServerException valueTooLarge(ByteString value, String where) {
+        return exceeded(
+                "value of "
+                        + value.size()
+                        + " bytes in "
+                        + where
+                        + " exceeds the limit of "
+                        + limits.maxValueBytes()
+                        + " bytes");
+    }
+
+    boolean requestFits(int serializedBytes) {
+        return serializedBytes <= limits.maxRequestBytes();
+    }
+
+    KvServerException requestTooLarge(int serializedBytes, String where) {
+        return exceeded(
+                where
+                        + " request of "
+                        + serializedBytes
+                        + " bytes exceeds the limit of "
+                        + limits.maxRequestBytes()
+                        + " bytes");
+    }
+
+    boolean opCountFits(long ops) {
+        return ops <= limits.maxOpsPerRequest();
+    }
+
+    KvServerException tooManyOps(long ops, String where) {
+        return exceeded(
+                where
+                        + " request with "
+                        + ops
+                        + " ops exceeds the limit of "
+                        + limits.maxOpsPerRequest()
+                        + " ops");
     }
 
     int scanPageEntries(int requested) {

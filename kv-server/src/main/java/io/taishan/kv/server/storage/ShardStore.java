@@ -15,6 +15,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.NavigableMap;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -78,8 +79,11 @@ public final class ShardStore {
     /** Guarded by state: written under its write lock. */
     private volatile long epoch;
 
-    /** Guarded by liveMonitor. */
-    @Nullable private ShardDb live;
+    /**
+     * Written under liveMonitor; closed only under the state write lock, so a holder of the read
+     * lock that sees it set may use it without the monitor ({@link #getIfReady}).
+     */
+    @Nullable private volatile ShardDb live;
 
     /** Guarded by snapshotsLock. */
     private final NavigableMap<Long, SnapshotMeta> snapshots = new TreeMap<>();
@@ -202,6 +206,73 @@ public final class ShardStore {
                 callerEpoch,
                 "scan",
                 db -> db.scan(start, end, prefix, maxEntries, maxBytes, keysOnly));
+    }
+
+    /** What {@link #getIfReady} returns for a read that would have had to wait. */
+    public static final byte[] NOT_READY = new byte[0];
+
+    /**
+     * {@link #get} unless it would wait: for a lock held by whatever changes the epoch or the live
+     * instance (a restore, a clone, an idle close), or for the shard's RocksDB instance and filter
+     * to be opened. The service reads on a network thread with this, and on its pool when it
+     * answers {@link #NOT_READY}.
+     *
+     * @return the value, null if absent, or {@link #NOT_READY} (by identity)
+     */
+    @Nullable
+    public byte[] getIfReady(long callerEpoch, byte[] key) {
+        if (!tryReadLock()) {
+            return NOT_READY;
+        }
+        try {
+            ShardDb db = live;
+            if (db == null) {
+                return NOT_READY;
+            }
+            checkUsable();
+            checkEpoch(callerEpoch);
+            lastAccessNanos = System.nanoTime();
+            return db.get(key);
+        } catch (RocksDBException e) {
+            throw KvServerException.storage("get on " + this, e);
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /** {@link #multiGet} unless it would wait (see {@link #getIfReady}); null then. */
+    @Nullable
+    public List<byte[]> multiGetIfReady(long callerEpoch, List<byte[]> keys) {
+        if (!tryReadLock()) {
+            return null;
+        }
+        try {
+            ShardDb db = live;
+            if (db == null) {
+                return null;
+            }
+            checkUsable();
+            checkEpoch(callerEpoch);
+            lastAccessNanos = System.nanoTime();
+            return db.multiGet(keys);
+        } catch (RocksDBException e) {
+            throw KvServerException.storage("multi-get on " + this, e);
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    /**
+     * The read lock if it is free now; like {@code lock()} (unlike {@code tryLock()}) it yields to
+     * a queued writer, so that a stream of reads cannot starve a restore.
+     */
+    private boolean tryReadLock() {
+        try {
+            return state.readLock().tryLock(0, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     private interface RocksCall<T> {

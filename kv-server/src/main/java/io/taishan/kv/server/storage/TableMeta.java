@@ -7,7 +7,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Properties;
-import java.util.regex.Pattern;
 
 /** A table of the catalog: its name and its shard count, fixed for its life. */
 public record TableMeta(String name, int shardCount, long createdAtMillis) {
@@ -15,13 +14,13 @@ public record TableMeta(String name, int shardCount, long createdAtMillis) {
     /** Flink's upper bound for max parallelism, hence for key groups. */
     public static final int MAX_SHARDS = 32768;
 
-    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9_.-]{1,200}");
+    private static final int MAX_NAME_LENGTH = 200;
 
     static final String FILE_NAME = "table.properties";
 
     /** Fails with INVALID_ARGUMENT unless {@code name} is a table name that is also a safe dir. */
     public static void checkName(String name) {
-        if (name == null || !NAME.matcher(name).matches() || isDotName(name)) {
+        if (name == null || !isNameSyntax(name) || isDotName(name)) {
             throw KvServerException.invalid(
                     "invalid table name '"
                             + name
@@ -39,6 +38,31 @@ public record TableMeta(String name, int shardCount, long createdAtMillis) {
                             + "': expected 1.."
                             + MAX_SHARDS);
         }
+    }
+
+    /**
+     * {@code [A-Za-z0-9_.-]{1,200}} by hand: every data call names its table, and a regex match
+     * would cost a matcher and a backtracking engine on each.
+     */
+    private static boolean isNameSyntax(String name) {
+        int length = name.length();
+        if (length < 1 || length > MAX_NAME_LENGTH) {
+            return false;
+        }
+        for (int i = 0; i < length; i++) {
+            char c = name.charAt(i);
+            boolean allowed =
+                    (c >= 'A' && c <= 'Z')
+                            || (c >= 'a' && c <= 'z')
+                            || (c >= '0' && c <= '9')
+                            || c == '_'
+                            || c == '.'
+                            || c == '-';
+            if (!allowed) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean isDotName(String name) {
