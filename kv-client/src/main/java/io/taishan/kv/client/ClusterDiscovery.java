@@ -1,6 +1,5 @@
 package io.taishan.kv.client;
 
-import io.grpc.ManagedChannel;
 import io.taishan.kv.proto.ClusterInfoRequest;
 import io.taishan.kv.proto.ClusterInfoResponse;
 import io.taishan.kv.proto.ErrorCode;
@@ -22,16 +21,18 @@ final class ClusterDiscovery {
     private ClusterDiscovery() {}
 
     /**
-     * @param channels every channel opened, by address, so that the caller can close them
+     * @param connections every node's connections opened, by address, so that the caller can close
+     *     them
      */
     static Cluster discover(
-            KvClientConfig config, RetryingCaller caller, Map<String, ManagedChannel> channels) {
+            KvClientConfig config,
+            RetryingCaller caller,
+            Map<String, KvNode.Connections> connections) {
         KvNode seed = null;
         ClusterInfoResponse info = null;
         List<KvException> failures = new ArrayList<>();
         for (String address : config.addresses()) {
-            KvNode candidate =
-                    KvNode.of(-1, address, channels.computeIfAbsent(address, KvNode::openChannel));
+            KvNode candidate = KvNode.of(-1, address, connect(connections, address, config));
             try {
                 info =
                         caller.call(
@@ -65,11 +66,7 @@ final class ClusterDiscovery {
                 nodes.add(seed.withIndex(i));
             } else {
                 String address = addresses.get(i);
-                nodes.add(
-                        KvNode.of(
-                                i,
-                                address,
-                                channels.computeIfAbsent(address, KvNode::openChannel)));
+                nodes.add(KvNode.of(i, address, connect(connections, address, config)));
             }
         }
         for (KvNode node : nodes) {
@@ -83,6 +80,12 @@ final class ClusterDiscovery {
             }
         }
         return new Cluster(nodes, ProtoConversions.limits(info.getLimits()));
+    }
+
+    private static KvNode.Connections connect(
+            Map<String, KvNode.Connections> connections, String address, KvClientConfig config) {
+        return connections.computeIfAbsent(
+                address, a -> KvNode.Connections.open(a, config.readChannels()));
     }
 
     private static void checkAgrees(

@@ -5,7 +5,7 @@ import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Context;
-import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
 import io.taishan.bloom.BloomFilter;
 import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CreateTableRequest;
@@ -24,6 +24,7 @@ import io.taishan.kv.proto.GetResponse;
 import io.taishan.kv.proto.HealthRequest;
 import io.taishan.kv.proto.HealthResponse;
 import io.taishan.kv.proto.KeyRef;
+import io.taishan.kv.proto.KvServiceGrpc;
 import io.taishan.kv.proto.KvServiceGrpc.KvServiceBlockingStub;
 import io.taishan.kv.proto.KvServiceGrpc.KvServiceFutureStub;
 import io.taishan.kv.proto.ListSnapshotsRequest;
@@ -37,6 +38,7 @@ import io.taishan.kv.proto.ReportTtlTimeRequest;
 import io.taishan.kv.proto.ReportTtlTimeResponse;
 import io.taishan.kv.proto.RestoreRequest;
 import io.taishan.kv.proto.ScanRequest;
+import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.ShardWriteResult;
@@ -69,8 +71,10 @@ import java.util.function.Supplier;
 import javax.annotation.Nullable;
 
 /**
- * The {@link KvStore} over gRPC: one channel per node, each shard routed to its owner by {@link
- * ShardMap}, a deadline on every attempt, bounded retries with backoff for idempotent calls only.
+ * The {@link KvStore} over gRPC: per node, {@link KvClientConfig#readChannels()} connections for
+ * reads and one for writes, filter fetches and administration (so a read never waits behind a write
+ * batch on one HTTP/2 connection), each shard routed to its owner by {@link ShardMap}, a deadline
+ * on every attempt, bounded retries with backoff for idempotent calls only.
  *
  * <p>Tables are created and dropped on every node; their shard counts are cached (from create or
  * describe) to route. Writes go out as one request per node in parallel, cut into several when the
@@ -126,17 +130,21 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                                 .setDaemon(true)
                                 .build());
         RetryingCaller caller = new RetryingCaller(config, scheduler);
-        Map<String, ManagedChannel> channels = new LinkedHashMap<>();
+        Map<String, KvNode.Connections> connections = new LinkedHashMap<>();
         try {
-            ClusterDiscovery.Cluster cluster = ClusterDiscovery.discover(config, caller, channels);
-            for (ManagedChannel channel : channels.values()) {
-                if (cluster.nodes().stream().noneMatch(n -> n.channel() == channel)) {
-                    channel.shutdownNow();
+            ClusterDiscovery.Cluster cluster =
+                    ClusterDiscovery.discover(config, caller, connections);
+            for (KvNode.Connections c : connections.values()) {
+                if (cluster.nodes().stream().noneMatch(n -> n.connections() == c)) {
+                    c.shutdownNow();
                 }
+            }
+            for (KvNode node : cluster.nodes()) {
+                node.connections().connectReads();
             }
             return new GrpcKvStore(cluster.nodes(), cluster.limits(), caller, scheduler);
         } catch (RuntimeException e) {
-            channels.values().forEach(ManagedChannel::shutdownNow);
+            connections.values().forEach(KvNode.Connections::shutdownNow);
             scheduler.shutdownNow();
             throw e;
         }
@@ -272,7 +280,12 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                         .setKey(UnsafeByteOperations.unsafeWrap(key))
                         .build();
         GetResponse response =
-                callShard(lease.table(), lease.shard(), "Get", true, stub -> stub.get(request));
+                readShard(
+                        lease.table(),
+                        lease.shard(),
+                        KvServiceGrpc.getGetMethod(),
+                        request,
+                        GrpcKvStore::describeGet);
         return response.getFound() ? response.getValue().toByteArray() : null;
     }
 
@@ -294,23 +307,25 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         if (requests.size() == 1) {
             MultiGetRequest only = requests.get(0);
             MultiGetResponse response =
-                    callShard(
+                    readShard(
                             lease.table(),
                             lease.shard(),
-                            "MultiGet",
-                            true,
-                            stub -> stub.multiGet(only));
+                            KvServiceGrpc.getMultiGetMethod(),
+                            only,
+                            GrpcKvStore::describeMultiGet);
             responses = List.of(response);
         } else {
             KvNode node = router.nodeFor(lease.table(), lease.shard());
             List<CompletableFuture<MultiGetResponse>> pending = new ArrayList<>(requests.size());
             for (MultiGetRequest request : requests) {
                 pending.add(
-                        caller.callAsync(
+                        caller.unaryAsync(
                                 node,
-                                () -> describe("MultiGet", lease.table(), lease.shard()),
+                                KvNode.Lane.READ,
+                                KvServiceGrpc.getMultiGetMethod(),
+                                request,
                                 true,
-                                stub -> stub.multiGet(request)));
+                                GrpcKvStore::describeMultiGet));
             }
             responses = awaitAll(pending, lease.table());
         }
@@ -354,9 +369,17 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                         .build();
         return new ScanPageIterator(
                 firstPage,
-                request ->
-                        callShard(lease.table(), lease.shard(), "Scan", true, s -> s.scan(request)),
+                request -> scanPage(lease, request),
                 () -> router.nodeFor(lease.table(), lease.shard()).address());
+    }
+
+    private ScanResponse scanPage(ShardLease lease, ScanRequest request) {
+        return readShard(
+                lease.table(),
+                lease.shard(),
+                KvServiceGrpc.getScanMethod(),
+                request,
+                GrpcKvStore::describeScan);
     }
 
     // ---- writes
@@ -378,11 +401,13 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         WriteRequest request = writes.get(0).request();
         try {
             WriteResponse response =
-                    caller.call(
+                    caller.unary(
                             writes.get(0).node(),
-                            () -> describeWrite(request),
+                            KvNode.Lane.BULK,
+                            KvServiceGrpc.getWriteMethod(),
+                            request,
                             false,
-                            stub -> stub.write(request));
+                            GrpcKvStore::describeWrite);
             return combine(shardWrites, List.of(response));
         } catch (TableNotFoundException | ShardNotOwnedException e) {
             router.forget(batch.table());
@@ -473,13 +498,14 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
             String table, List<ShardWrite> shardWrites, List<RoutedWrite> writes) {
         List<CompletableFuture<WriteResponse>> pending = new ArrayList<>(writes.size());
         for (RoutedWrite write : writes) {
-            WriteRequest request = write.request();
             pending.add(
-                    caller.callAsync(
+                    caller.unaryAsync(
                             write.node(),
-                            () -> describeWrite(request),
+                            KvNode.Lane.BULK,
+                            KvServiceGrpc.getWriteMethod(),
+                            write.request(),
                             false,
-                            stub -> stub.write(request)));
+                            GrpcKvStore::describeWrite));
         }
         CompletableFuture<WriteResult> result = new CompletableFuture<>();
         CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]))
@@ -948,20 +974,18 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         }
         retryScheduler.shutdownNow();
         for (KvNode node : nodes) {
-            node.channel().shutdown();
+            node.connections().shutdown();
         }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_GRACE_MILLIS);
         try {
             for (KvNode node : nodes) {
-                long remaining = deadline - System.nanoTime();
-                if (remaining <= 0
-                        || !node.channel().awaitTermination(remaining, TimeUnit.NANOSECONDS)) {
-                    node.channel().shutdownNow();
+                if (!node.connections().awaitTermination(deadline)) {
+                    node.connections().shutdownNow();
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            nodes.forEach(node -> node.channel().shutdownNow());
+            nodes.forEach(node -> node.connections().shutdownNow());
         }
     }
 
@@ -971,6 +995,24 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
     }
 
     // ---- routing and plumbing
+
+    /** A read on the shard owner's read lane; see {@link RetryingCaller#unary}. */
+    private <Q, R> R readShard(
+            String table,
+            int shard,
+            MethodDescriptor<Q, R> method,
+            Q request,
+            Function<? super Q, String> what) {
+        ensureOpen();
+        KvNode node = router.nodeFor(table, shard);
+        try {
+            return caller.unary(node, KvNode.Lane.READ, method, request, true, what);
+        } catch (TableNotFoundException | ShardNotOwnedException e) {
+            // The cached shard count may be stale (the table was dropped and created again).
+            router.forget(table);
+            throw e;
+        }
+    }
 
     private <R> R callShard(
             String table,
@@ -1073,6 +1115,20 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
 
     private static String describe(String rpc, String table, int shard) {
         return rpc + "(table " + table + ", shard " + shard + ")";
+    }
+
+    private static String describeGet(GetRequest request) {
+        return describe("Get", request.getTable(), request.getShard().getShard());
+    }
+
+    /** Every request {@link #multiGet} sends holds keys of one shard. */
+    private static String describeMultiGet(MultiGetRequest request) {
+        int shard = request.getKeysCount() == 0 ? -1 : request.getKeys(0).getShard().getShard();
+        return describe("MultiGet", request.getTable(), shard);
+    }
+
+    private static String describeScan(ScanRequest request) {
+        return describe("Scan", request.getTable(), request.getShard().getShard());
     }
 
     private static String describeWrite(WriteRequest request) {

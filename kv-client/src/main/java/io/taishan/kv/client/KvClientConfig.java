@@ -8,14 +8,25 @@ import java.util.Objects;
 
 /**
  * How the client reaches the service: seed addresses ({@code host:port}), the deadline of every
- * call, and how often idempotent calls are retried.
+ * call, how often idempotent calls are retried, and how many connections each node gets for reads.
  */
 public final class KvClientConfig {
+    /**
+     * Two: a reader never waits behind a write batch (those have their own connection), and two
+     * connections are served by two event-loop threads on each side, so concurrent readers of a
+     * node are not bound to one core.
+     */
+    public static final int DEFAULT_READ_CHANNELS = 2;
+
+    /** More would only cost sockets and event-loop wake-ups. */
+    public static final int MAX_READ_CHANNELS = 16;
+
     private final List<String> addresses;
     private final Duration requestTimeout;
     private final int maxAttempts;
     private final Duration initialBackoff;
     private final Duration maxBackoff;
+    private final int readChannels;
 
     private KvClientConfig(Builder b) {
         this.addresses = List.copyOf(b.addresses);
@@ -23,6 +34,7 @@ public final class KvClientConfig {
         this.maxAttempts = b.maxAttempts;
         this.initialBackoff = b.initialBackoff;
         this.maxBackoff = b.maxBackoff;
+        this.readChannels = b.readChannels;
     }
 
     /** {@code host:port[,host:port...]} */
@@ -88,6 +100,14 @@ public final class KvClientConfig {
         return maxBackoff;
     }
 
+    /**
+     * Connections per node for Get, MultiGet and Scan, besides the one that carries writes, filter
+     * fetches and administration.
+     */
+    public int readChannels() {
+        return readChannels;
+    }
+
     @Override
     public String toString() {
         return "KvClientConfig{addresses="
@@ -100,16 +120,22 @@ public final class KvClientConfig {
                 + initialBackoff
                 + ".."
                 + maxBackoff
+                + ", readChannels="
+                + readChannels
                 + '}';
     }
 
-    /** Builder with defaults: 10 s deadline, 3 attempts, 50 ms..1 s backoff. */
+    /**
+     * Builder with defaults: 10 s deadline, 3 attempts, 50 ms..1 s backoff, {@value
+     * #DEFAULT_READ_CHANNELS} read channels per node.
+     */
     public static final class Builder {
         private final List<String> addresses = new ArrayList<>();
         private Duration requestTimeout = Duration.ofSeconds(10);
         private int maxAttempts = 3;
         private Duration initialBackoff = Duration.ofMillis(50);
         private Duration maxBackoff = Duration.ofSeconds(1);
+        private int readChannels = DEFAULT_READ_CHANNELS;
 
         private Builder() {}
 
@@ -132,6 +158,16 @@ public final class KvClientConfig {
         public Builder backoff(Duration initial, Duration max) {
             this.initialBackoff = Objects.requireNonNull(initial);
             this.maxBackoff = Objects.requireNonNull(max);
+            return this;
+        }
+
+        /** Connections per node for reads (1..{@value #MAX_READ_CHANNELS}). */
+        public Builder readChannels(int channels) {
+            if (channels < 1 || channels > MAX_READ_CHANNELS) {
+                throw new IllegalArgumentException(
+                        "read channels must be 1.." + MAX_READ_CHANNELS + ": " + channels);
+            }
+            this.readChannels = channels;
             return this;
         }
 

@@ -4,8 +4,11 @@ import com.google.common.util.concurrent.FutureCallback;
 import com.google.common.util.concurrent.Futures;
 import com.google.common.util.concurrent.ListenableFuture;
 import com.google.common.util.concurrent.MoreExecutors;
+import io.grpc.CallOptions;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.stub.ClientCalls;
 import io.taishan.kv.proto.KvServiceGrpc.KvServiceBlockingStub;
 import io.taishan.kv.proto.KvServiceGrpc.KvServiceFutureStub;
 import java.util.concurrent.CompletableFuture;
@@ -21,6 +24,11 @@ import java.util.function.Supplier;
  * Runs one RPC against one node with a deadline per attempt, and repeats it with exponential
  * backoff and jitter when it is idempotent and the failure is transient (UNAVAILABLE or
  * DEADLINE_EXCEEDED). Every failure leaves as a {@link KvException} naming the node.
+ *
+ * <p>Two forms: {@link #unary} and {@link #unaryAsync} for the data path (reads and writes), which
+ * take the method and request themselves and name the call by a function of the request applied
+ * only on failure, so that a call allocates nothing of ours beyond its deadline; {@link #call} and
+ * {@link #callAsync} take a stub function, for administration and streams, on the bulk lane.
  */
 final class RetryingCaller {
     private final long timeoutNanos;
@@ -37,7 +45,120 @@ final class RetryingCaller {
         this.scheduler = scheduler;
     }
 
-    /** Calls on the caller's thread; gRPC's blocking stub spares the hop to another thread. */
+    /**
+     * Calls on the caller's thread (as gRPC's blocking stub does: no hop to another thread).
+     *
+     * @param what names the call in a failure's message; applied to {@code request} only then
+     */
+    <Q, R> R unary(
+            KvNode node,
+            KvNode.Lane lane,
+            MethodDescriptor<Q, R> method,
+            Q request,
+            boolean idempotent,
+            Function<? super Q, String> what) {
+        int allowed = idempotent ? maxAttempts : 1;
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return ClientCalls.blockingUnaryCall(
+                        node.connections().channel(lane), method, deadlineNow(), request);
+            } catch (StatusRuntimeException e) {
+                if (attempt >= allowed || !GrpcErrors.isRetryable(e)) {
+                    throw GrpcErrors.toKvException(e, node.address(), what.apply(request), attempt);
+                }
+                prepareRetry(node, e.getStatus());
+                LockSupport.parkNanos(backoffNanos(attempt));
+                if (Thread.currentThread().isInterrupted()) {
+                    // Flink cancels a task by interrupting it: stop retrying, keep the flag.
+                    throw GrpcErrors.toKvException(e, node.address(), what.apply(request), attempt);
+                }
+            }
+        }
+    }
+
+    /**
+     * {@link #unary} without blocking; the returned future fails with the {@link KvException}
+     * itself (not wrapped) and completes on a gRPC thread.
+     */
+    <Q, R> CompletableFuture<R> unaryAsync(
+            KvNode node,
+            KvNode.Lane lane,
+            MethodDescriptor<Q, R> method,
+            Q request,
+            boolean idempotent,
+            Function<? super Q, String> what) {
+        CompletableFuture<R> result = new CompletableFuture<>();
+        attemptUnaryAsync(
+                node, lane, method, request, what, idempotent ? maxAttempts : 1, 1, result);
+        return result;
+    }
+
+    private <Q, R> void attemptUnaryAsync(
+            KvNode node,
+            KvNode.Lane lane,
+            MethodDescriptor<Q, R> method,
+            Q request,
+            Function<? super Q, String> what,
+            int allowed,
+            int attempt,
+            CompletableFuture<R> result) {
+        ListenableFuture<R> call;
+        try {
+            call =
+                    ClientCalls.futureUnaryCall(
+                            node.connections().channel(lane).newCall(method, deadlineNow()),
+                            request);
+        } catch (RuntimeException e) {
+            result.completeExceptionally(
+                    GrpcErrors.toKvException(e, node.address(), what.apply(request), attempt));
+            return;
+        }
+        Futures.addCallback(
+                call,
+                new FutureCallback<R>() {
+                    @Override
+                    public void onSuccess(R response) {
+                        result.complete(response);
+                    }
+
+                    @Override
+                    public void onFailure(Throwable failure) {
+                        if (attempt >= allowed || !GrpcErrors.isRetryable(failure)) {
+                            result.completeExceptionally(
+                                    GrpcErrors.toKvException(
+                                            failure, node.address(), what.apply(request), attempt));
+                            return;
+                        }
+                        prepareRetry(node, Status.fromThrowable(failure));
+                        try {
+                            scheduler.schedule(
+                                    () ->
+                                            attemptUnaryAsync(
+                                                    node,
+                                                    lane,
+                                                    method,
+                                                    request,
+                                                    what,
+                                                    allowed,
+                                                    attempt + 1,
+                                                    result),
+                                    backoffNanos(attempt),
+                                    TimeUnit.NANOSECONDS);
+                        } catch (RejectedExecutionException closed) {
+                            result.completeExceptionally(
+                                    GrpcErrors.toKvException(
+                                            failure, node.address(), what.apply(request), attempt));
+                        }
+                    }
+                },
+                MoreExecutors.directExecutor());
+    }
+
+    private CallOptions deadlineNow() {
+        return CallOptions.DEFAULT.withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** Calls on the caller's thread, on the bulk lane. */
     <R> R call(
             KvNode node,
             Supplier<String> what,
@@ -47,7 +168,9 @@ final class RetryingCaller {
         for (int attempt = 1; ; attempt++) {
             try {
                 return rpc.apply(
-                        node.blockingStub().withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
+                        node.connections()
+                                .bulkBlockingStub()
+                                .withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
             } catch (StatusRuntimeException e) {
                 if (attempt >= allowed || !GrpcErrors.isRetryable(e)) {
                     throw GrpcErrors.toKvException(e, node.address(), what.get(), attempt);
@@ -63,8 +186,8 @@ final class RetryingCaller {
     }
 
     /**
-     * Calls without blocking; the returned future fails with the {@link KvException} itself (not
-     * wrapped) and completes on a gRPC thread.
+     * Calls without blocking, on the bulk lane; the returned future fails with the {@link
+     * KvException} itself (not wrapped) and completes on a gRPC thread.
      */
     <R> CompletableFuture<R> callAsync(
             KvNode node,
@@ -87,7 +210,8 @@ final class RetryingCaller {
         try {
             call =
                     rpc.apply(
-                            node.futureStub()
+                            node.connections()
+                                    .bulkFutureStub()
                                     .withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
         } catch (RuntimeException e) {
             result.completeExceptionally(
@@ -129,14 +253,10 @@ final class RetryingCaller {
                 MoreExecutors.directExecutor());
     }
 
-    /**
-     * After a failed connection the channel waits out its own reconnect backoff (a second and
-     * growing) and fails every call at once meanwhile; without this reset our retries would never
-     * reach the network.
-     */
+    /** See {@link KvNode.Connections#resetConnectBackoff}. */
     private static void prepareRetry(KvNode node, Status status) {
         if (status.getCode() == Status.Code.UNAVAILABLE) {
-            node.channel().resetConnectBackoff();
+            node.connections().resetConnectBackoff();
         }
     }
 

@@ -55,5 +55,18 @@ class KvClientConfigTest {
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> builder.requestTimeout(Duration.ofMillis(-1)))
                 .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> builder.readChannels(0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("read channels");
+        assertThatThrownBy(() -> builder.readChannels(KvClientConfig.MAX_READ_CHANNELS + 1))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void readChannelsDefaultAndSet() {
+        assertThat(KvClientConfig.forAddresses("a:1").build().readChannels())
+                .isEqualTo(KvClientConfig.DEFAULT_READ_CHANNELS);
+        assertThat(KvClientConfig.forAddresses("a:1").readChannels(3).build().readChannels())
+                .isEqualTo(3);
     }
 }
