@@ -24,6 +24,9 @@ public final class WriteBatch {
     /** Per-op framing overhead assumed when estimating the request size. */
     private static final int OP_OVERHEAD_BYTES = 12;
 
+    /** The scan-only flag on the wire: its tag and a one-byte bool. */
+    private static final int SCAN_ONLY_FLAG_BYTES = 2;
+
     private final String table;
     private final Map<Integer, ShardWrite.Builder> shards = new LinkedHashMap<>();
     private int opCount;
@@ -47,6 +50,27 @@ public final class WriteBatch {
                                         .setValue(ByteString.copyFrom(value)))
                         .build(),
                 key.length + value.length);
+    }
+
+    /**
+     * A put of a key that is only ever scanned, never read by {@link KvStore#get} or {@link
+     * KvStore#multiGet} (Flink's timers: many short-lived keys with empty values): stored, read and
+     * scanned like {@link #put}, but the server leaves it out of the shard's Bloom filter, which it
+     * would only fill (and make rebuild sooner) without ever saving a lookup. A filter fetched
+     * later may still answer "absent" for the key, so a caller must not consult a filter for it; a
+     * rebuild (which scans every live key) puts the keys live at that time back in.
+     */
+    public WriteBatch putScanOnly(ShardLease lease, byte[] key, byte[] value) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setPut(
+                                Put.newBuilder()
+                                        .setKey(ByteString.copyFrom(key))
+                                        .setValue(ByteString.copyFrom(value))
+                                        .setScanOnly(true))
+                        .build(),
+                key.length + value.length + SCAN_ONLY_FLAG_BYTES);
     }
 
     public WriteBatch delete(ShardLease lease, byte[] key) {

@@ -51,6 +51,24 @@ class WriteBatchTest {
     }
 
     @Test
+    void aScanOnlyPutIsAPutMarkedOnTheWire() {
+        WriteBatch batch =
+                new WriteBatch("t")
+                        .put(shard1, b("k"), b("v"))
+                        .putScanOnly(shard1, b("timer"), new byte[0]);
+
+        List<WriteOp> ops = batch.shardWrites().get(0).getOpsList();
+        assertThat(ops).extracting(WriteOp::getOpCase).containsOnly(WriteOp.OpCase.PUT);
+        assertThat(ops.get(0).getPut().getScanOnly()).isFalse();
+        assertThat(ops.get(1).getPut().getScanOnly()).isTrue();
+        assertThat(ops.get(1).getPut().getKey().toStringUtf8()).isEqualTo("timer");
+        assertThat(ops.get(1).getPut().getValue().isEmpty()).isTrue();
+        assertThat(batch.opCount()).isEqualTo(2);
+        assertThat(batch.estimatedBytes())
+                .isGreaterThanOrEqualTo(batch.shardWrites().get(0).getSerializedSize());
+    }
+
+    @Test
     void rejectsTwoEpochsForOneShard() {
         WriteBatch batch = new WriteBatch("t").put(shard3, b("a"), b("1"));
         assertThatThrownBy(() -> batch.put(new ShardLease("t", 3, 8), b("b"), b("2")))

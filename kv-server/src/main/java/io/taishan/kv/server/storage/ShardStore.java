@@ -56,7 +56,9 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * Puts and merges are inserted after RocksDB applied them and before the write returns, under the
- * writer lock; deletes are not (false positives until the next rebuild, never false negatives).
+ * writer lock; deletes are not (false positives until the next rebuild, never false negatives), nor
+ * are scan-only puts (keys never looked up, see {@code Put.scan_only}: the filter covers every key
+ * a lookup can ask for, and a saved file stays valid across such a put).
  */
 public final class ShardStore {
     private static final Logger LOG = LoggerFactory.getLogger(ShardStore.class);
@@ -367,7 +369,9 @@ public final class ShardStore {
                     case PUT -> {
                         byte[] key = op.getPut().getKey().toByteArray();
                         batch.put(key, op.getPut().getValue().toByteArray());
-                        hashes[hashed++] = KeyHash.hash(key);
+                        if (!op.getPut().getScanOnly()) {
+                            hashes[hashed++] = KeyHash.hash(key);
+                        }
                     }
                     case DELETE -> batch.delete(op.getDelete().getKey().toByteArray());
                     case DELETE_RANGE -> {
