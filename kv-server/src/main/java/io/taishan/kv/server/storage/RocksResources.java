@@ -27,6 +27,12 @@ final class RocksResources implements AutoCloseable {
     private static final long ARENA_BLOCK_BYTES = 64 << 10;
 
     /**
+     * RocksDB preallocates 4 MiB per MANIFEST by default: 4 GiB of disk for 1,024 open shards whose
+     * manifests hold a few KiB each. A manifest that outgrows this just extends.
+     */
+    private static final long MANIFEST_PREALLOCATION_BYTES = 64 << 10;
+
+    /**
      * RocksDB's non-associative string append with Flink's list delimiter ','. Flink's RocksDB
      * backend uses it for the reason we do: it joins all of a key's operands in one full merge,
      * linear in the list's size, where the associative {@code stringappend} copies the growing
@@ -94,6 +100,7 @@ final class RocksResources implements AutoCloseable {
                 // The default (write buffer / 8) would make a memtable holding one small write
                 // cost 512 KiB; with thousands of open shards that is what memory goes to.
                 .setArenaBlockSize(ARENA_BLOCK_BYTES)
+                .setManifestPreallocationSize(MANIFEST_PREALLOCATION_BYTES)
                 .setMaxWriteBufferNumber(4)
                 .setMaxBackgroundJobs(options.backgroundThreads())
                 .setMaxOpenFiles(options.maxOpenFilesPerShard())
