@@ -164,15 +164,15 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
         this.keyStreams =
                 new StateKeyStreams<>(
                         registered, parts.reader(), keySerializer, keyGroupPrefixBytes, leases);
-        SnapshotIds ids = new SnapshotIds();
-        this.checkpointStrategy = snapshotStrategy(ids, false);
-        this.savepointStrategy = snapshotStrategy(ids, true);
         this.snapshotReleaser =
                 new RemoteSnapshotReleaser(
                         parts.store(),
                         parts.table(),
                         this::ownedShards,
                         parts.connection().background());
+        SnapshotIds ids = new SnapshotIds();
+        this.checkpointStrategy = snapshotStrategy(ids, false);
+        this.savepointStrategy = snapshotStrategy(ids, true);
     }
 
     private TaishanSnapshotStrategy<K> snapshotStrategy(SnapshotIds ids, boolean pinned) {
@@ -186,6 +186,7 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
                 keyGroupRange,
                 parts.metrics(),
                 ids,
+                snapshotReleaser,
                 pinned);
     }
 
@@ -473,6 +474,8 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
         }
         parts.expiry().close();
         IOUtils.closeQuietly(parts.queue());
+        // Before the connection: its close drains the drops this queues.
+        lastRelease = snapshotReleaser.close(parts.queue().inFlightWrite());
         IOUtils.closeQuietly(parts.filters());
         IOUtils.closeQuietly(parts.cacheMemory());
         IOUtils.closeQuietly(parts.connection());

@@ -221,6 +221,52 @@ class TaishanKeyedStateBackendTest {
         assertThat(snapshotIds(table)).containsOnly(2L);
     }
 
+    /**
+     * A cancel mid-checkpoint: the JobManager cannot complete a checkpoint whose handle this
+     * subtask never returned, so its shard snapshots are dropped at dispose; one whose handle was
+     * returned may be complete (its notification still on the way) and must stay.
+     */
+    @Test
+    void disposeDropsTheSnapshotsOfCheckpointsWhoseHandleWasNeverReturned() throws Exception {
+        TaishanKeyedStateBackend<String> backend = create(new JobID(), List.of());
+        String table = backend.tableName();
+        try {
+            update(backend, "a", 1);
+            snapshot(backend, 1, CheckpointType.CHECKPOINT);
+            backend.notifyCheckpointComplete(1);
+            snapshot(backend, 2, CheckpointType.CHECKPOINT); // returned, never notified
+            update(backend, "a", 2);
+            RunnableFuture<SnapshotResult<KeyedStateHandle>> cancelled =
+                    startSnapshot(backend, 3, CheckpointType.CHECKPOINT);
+            RunnableFuture<SnapshotResult<KeyedStateHandle>> neverRun =
+                    startSnapshot(backend, 4, SavepointType.savepoint(SavepointFormatType.NATIVE));
+            backend.writeQueue().flushAndWait(); // markers 3 and 4 are on the server
+            assertThat(snapshotIds(table)).contains(3L, 4L);
+            cancelled.cancel(true);
+        } finally {
+            backend.dispose();
+        }
+        assertThat(snapshotIds(table)).containsOnly(1L, 2L);
+    }
+
+    @Test
+    void anAsynchronousPhaseRunAfterDisposeReturnsNoHandleAndLeavesNoSnapshot() throws Exception {
+        TaishanKeyedStateBackend<String> backend = create(new JobID(), List.of());
+        String table = backend.tableName();
+        RunnableFuture<SnapshotResult<KeyedStateHandle>> late;
+        try {
+            update(backend, "a", 1);
+            late = startSnapshot(backend, 1, CheckpointType.CHECKPOINT);
+            backend.writeQueue().flushAndWait();
+        } finally {
+            backend.dispose();
+        }
+        late.run();
+        // Flink's dispose cancels the future; had it run, the releaser would refuse the handle.
+        assertThatThrownBy(late::get).isInstanceOf(Exception.class);
+        assertThat(snapshotIds(table)).isEmpty();
+    }
+
     @Test
     void heapTimersStayOutOfTheStoreAndGoToRawKeyedStateInCheckpoints() throws Exception {
         TaishanStateBackend heap =
@@ -387,14 +433,22 @@ class TaishanKeyedStateBackendTest {
             org.apache.flink.runtime.checkpoint.SnapshotType type)
             throws Exception {
         RunnableFuture<SnapshotResult<KeyedStateHandle>> future =
-                backend.snapshot(
-                        checkpointId,
-                        checkpointId,
-                        new MemCheckpointStreamFactory(1 << 20),
-                        new CheckpointOptions(
-                                type, CheckpointStorageLocationReference.getDefault()));
+                startSnapshot(backend, checkpointId, type);
         future.run();
         return future.get().getJobManagerOwnedSnapshot();
+    }
+
+    /** The synchronous phase only; running the future is the asynchronous phase. */
+    private static RunnableFuture<SnapshotResult<KeyedStateHandle>> startSnapshot(
+            TaishanKeyedStateBackend<String> backend,
+            long checkpointId,
+            org.apache.flink.runtime.checkpoint.SnapshotType type)
+            throws Exception {
+        return backend.snapshot(
+                checkpointId,
+                checkpointId,
+                new MemCheckpointStreamFactory(1 << 20),
+                new CheckpointOptions(type, CheckpointStorageLocationReference.getDefault()));
     }
 
     private static List<Long> snapshotIds(String table) {

@@ -5,6 +5,7 @@ import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.snapshot.RemoteSnapshotReleaser;
 import io.taishan.snapshot.ShardSnapshotRef;
 import io.taishan.snapshot.TaishanManifest;
 import java.util.HashSet;
@@ -48,10 +49,12 @@ public final class TaishanSnapshotStrategy<K>
     private final KeyGroupRange range;
     private final BackendMetrics metrics;
     private final SnapshotIds ids;
+    private final RemoteSnapshotReleaser releaser;
     private final boolean pinned;
 
     /**
      * @param ids shared by a backend's checkpoint and savepoint strategies
+     * @param releaser told of every snapshot cut and every handle returned
      * @param pinned a native savepoint's snapshots are pinned: no watermark drops them
      */
     public TaishanSnapshotStrategy(
@@ -64,6 +67,7 @@ public final class TaishanSnapshotStrategy<K>
             KeyGroupRange range,
             BackendMetrics metrics,
             SnapshotIds ids,
+            RemoteSnapshotReleaser releaser,
             boolean pinned) {
         this.store = store;
         this.table = table;
@@ -74,6 +78,7 @@ public final class TaishanSnapshotStrategy<K>
         this.range = range;
         this.metrics = metrics;
         this.ids = ids;
+        this.releaser = releaser;
         this.pinned = pinned;
     }
 
@@ -99,10 +104,10 @@ public final class TaishanSnapshotStrategy<K>
                 store.dropSnapshot(table, lease.shard(), checkpointId);
             }
         }
-        return new Resources(
-                registered.metaInfoSnapshots(),
-                queue.snapshotMarkers(leases, checkpointId, pinned),
-                System.nanoTime());
+        CompletableFuture<List<SnapshotInfo>> acknowledged =
+                queue.snapshotMarkers(leases, checkpointId, pinned);
+        releaser.snapshotCut(checkpointId);
+        return new Resources(registered.metaInfoSnapshots(), acknowledged, System.nanoTime());
     }
 
     @Override
@@ -159,6 +164,14 @@ public final class TaishanSnapshotStrategy<K>
                             metaInfo,
                             range,
                             keyGroup -> new ShardSnapshotRef(table, keyGroup, checkpointId));
+            if (!releaser.handleReturned(checkpointId)) {
+                throw new IllegalStateException(
+                        "the backend of table "
+                                + table
+                                + " was disposed during checkpoint "
+                                + checkpointId
+                                + "; its snapshots are dropped");
+            }
             metrics.snapshotCompleted(resources.millisSinceStart());
             return SnapshotResult.of(handle);
         };

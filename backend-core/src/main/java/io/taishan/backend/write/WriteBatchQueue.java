@@ -343,6 +343,22 @@ public final class WriteBatchQueue
         }
     }
 
+    /**
+     * Completes once the batch the server may be applying now has finished, however it ended; at
+     * once if none is in flight. After {@link #close()} nothing more is sent, so past this point
+     * the server sees no write of this queue: what must come after every write (dropping the
+     * snapshots an aborted checkpoint cut) waits for it.
+     */
+    public CompletableFuture<Void> inFlightWrite() {
+        synchronized (lock) {
+            Segment head = sealed.peekFirst();
+            if (head == null || head.written == null) {
+                return CompletableFuture.completedFuture(null);
+            }
+            return head.written.handle((result, error) -> null);
+        }
+    }
+
     // ---- internals
 
     @GuardedBy("lock")
@@ -433,6 +449,7 @@ public final class WriteBatchQueue
         } catch (RuntimeException e) {
             written = CompletableFuture.failedFuture(e);
         }
+        segment.written = written;
         written.whenComplete((result, error) -> completed(segment, result, error));
     }
 
@@ -518,6 +535,7 @@ public final class WriteBatchQueue
         int opCount;
         long bytes;
         long sentAtNanos;
+        @Nullable CompletableFuture<WriteResult> written;
         @Nullable CompletableFuture<List<SnapshotInfo>> snapshotsTaken;
 
         Segment(long id, String table) {
