@@ -12,7 +12,7 @@ import java.nio.file.Path;
  * runs until its stdin closes, which also happens when the benchmark JVM dies.
  */
 public final class BenchKvServerMain {
-    static final String ADDRESS_LINE = "TAISHAN_KV_BENCH_ADDRESS=";
+    public static final String ADDRESS_LINE = "TAISHAN_KV_BENCH_ADDRESS=";
 
     private BenchKvServerMain() {}
 

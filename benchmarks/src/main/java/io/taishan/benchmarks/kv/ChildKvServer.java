@@ -6,6 +6,7 @@ import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -27,19 +28,27 @@ public final class ChildKvServer implements AutoCloseable {
     }
 
     public static ChildKvServer start(Path dataDir, Path log) throws IOException {
+        return start(BenchKvServerMain.class.getName(), List.of(dataDir.toString()), log);
+    }
+
+    /**
+     * A child running {@code mainClass} with {@code args}; the main must print {@link
+     * BenchKvServerMain#ADDRESS_LINE} and stop when its stdin closes.
+     */
+    public static ChildKvServer start(String mainClass, List<String> args, Path log)
+            throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process process =
-                new ProcessBuilder(
-                                List.of(
-                                        java,
-                                        "-Xmx1g",
-                                        "-XX:+UseG1GC",
-                                        "-cp",
-                                        System.getProperty("java.class.path"),
-                                        BenchKvServerMain.class.getName(),
-                                        dataDir.toString()))
-                        .redirectError(log.toFile())
-                        .start();
+        List<String> command = new ArrayList<>();
+        command.addAll(
+                List.of(
+                        java,
+                        "-Xmx1g",
+                        "-XX:+UseG1GC",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        mainClass));
+        command.addAll(args);
+        Process process = new ProcessBuilder(command).redirectError(log.toFile()).start();
         try {
             String address = awaitAddress(process, log);
             return new ChildKvServer(process, address);
