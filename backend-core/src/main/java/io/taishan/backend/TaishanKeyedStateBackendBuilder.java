@@ -20,6 +20,7 @@ import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.cache.CacheType;
 import io.taishan.cache.StateCacheRegistry;
+import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
@@ -125,6 +126,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
         CacheMemory cacheMemory = null;
         ShardFilters filters = null;
         FilterLoader filterLoader = null;
+        boolean createdTable = false;
         // The registry passed in serves the restore only: Flink closes it once the backend is
         // built, so the backend's snapshots need their own (as in Flink's RocksDB builder).
         CloseableRegistry cancelStreamRegistryForBackend = new CloseableRegistry();
@@ -147,8 +149,10 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     taishanGroup == null
                             ? connection.store()
                             : new MeteredKvStore(connection.store(), taishanGroup);
+            TaishanRestoreOperation.checkSnapshotsExist(store, manifests.refs());
             boolean newTable = store.describeTable(table).isEmpty();
             store.createTableIfAbsent(table, numberOfKeyGroups);
+            createdTable = newTable;
             List<Integer> unrestored = new ArrayList<>();
             ShardLease[] leases =
                     TaishanRestoreOperation.takeShards(
@@ -307,6 +311,11 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             IOUtils.closeQuietly(queue);
             IOUtils.closeQuietly(filters);
             IOUtils.closeQuietly(cacheMemory);
+            if (createdTable && connection.store() instanceof GrpcKvStore grpc) {
+                if (TaishanRestoreOperation.dropIfUnused(grpc, table, keyGroupRange)) {
+                    logger.info("Dropped table {}, created by this failed restore", table);
+                }
+            }
             IOUtils.closeQuietly(connection);
             throw new BackendBuildingException(
                     "Failed to build the Taishan keyed state backend for table " + table, t);

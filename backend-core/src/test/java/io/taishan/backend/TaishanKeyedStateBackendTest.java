@@ -30,7 +30,11 @@ import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.SavepointKeyedStateHandle;
+import org.apache.flink.runtime.state.SavepointResources;
+import org.apache.flink.runtime.state.SavepointSnapshotStrategy;
 import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
@@ -38,6 +42,7 @@ import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
 import org.apache.flink.streaming.api.operators.TimerSerializer;
 import org.apache.flink.util.ExceptionUtils;
+import org.apache.flink.util.StateMigrationException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -265,6 +270,90 @@ class TaishanKeyedStateBackendTest {
         // Flink's dispose cancels the future; had it run, the releaser would refuse the handle.
         assertThatThrownBy(late::get).isInstanceOf(Exception.class);
         assertThat(snapshotIds(table)).isEmpty();
+    }
+
+    /**
+     * A checkpoint whose snapshots were dropped on the server: the restore says which are missing
+     * and creates no table for the new job.
+     */
+    @Test
+    void aRestoreFromDroppedSnapshotsNamesThemAndLeavesNoTable() throws Exception {
+        TaishanKeyedStateBackend<String> source = create(new JobID(), List.of());
+        KeyedStateHandle checkpoint;
+        try {
+            update(source, "a", 1);
+            checkpoint = snapshot(source, 7, CheckpointType.CHECKPOINT);
+            store.dropSnapshot(source.tableName(), 2, 7);
+        } finally {
+            source.dispose();
+        }
+        JobID next = new JobID();
+        String nextTable = new TaishanStateBackend().tableName(next, OPERATOR);
+
+        assertThatThrownBy(() -> create(next, List.of(checkpoint)))
+                .satisfies(
+                        e ->
+                                assertThat(ExceptionUtils.stringifyException(e))
+                                        .contains("snapshot 7")
+                                        .contains("shard 2")
+                                        .contains(source.tableName()));
+        assertThat(store.describeTable(nextTable)).isEmpty();
+    }
+
+    /** A restore failing after its table was created (here: the key type changed) drops it. */
+    @Test
+    void aRestoreFailingAfterItCreatedTheTableDropsIt() throws Exception {
+        TaishanKeyedStateBackend<String> source = create(new JobID(), List.of());
+        KeyedStateHandle savepoint;
+        try {
+            update(source, "a", 1);
+            SavepointResources<String> resources = source.savepoint();
+            RunnableFuture<SnapshotResult<KeyedStateHandle>> future =
+                    new SnapshotStrategyRunner<>(
+                                    "canonical savepoint",
+                                    new SavepointSnapshotStrategy<>(
+                                            resources.getSnapshotResources()),
+                                    new CloseableRegistry(),
+                                    resources.getPreferredSnapshotExecutionType())
+                            .snapshot(
+                                    1,
+                                    1,
+                                    new MemCheckpointStreamFactory(1 << 20),
+                                    new CheckpointOptions(
+                                            SavepointType.savepoint(SavepointFormatType.CANONICAL),
+                                            CheckpointStorageLocationReference.getDefault()));
+            future.run();
+            savepoint = future.get().getJobManagerOwnedSnapshot();
+            assertThat(savepoint).isInstanceOf(SavepointKeyedStateHandle.class);
+        } finally {
+            source.dispose();
+        }
+        JobID next = new JobID();
+        String nextTable = new TaishanStateBackend().tableName(next, OPERATOR);
+        TaishanStateBackend backend = new TaishanStateBackend().setKvAddress(server.address());
+
+        assertThatThrownBy(
+                        () ->
+                                backend.createKeyedStateBackend(
+                                        new KeyedStateBackendParametersImpl<>(
+                                                env,
+                                                next,
+                                                OPERATOR,
+                                                IntSerializer.INSTANCE,
+                                                KEY_GROUPS,
+                                                ALL,
+                                                env.getTaskKvStateRegistry(),
+                                                TtlTimeProvider.DEFAULT,
+                                                new UnregisteredMetricsGroup(),
+                                                List.of(savepoint),
+                                                new CloseableRegistry())))
+                .satisfies(
+                        e ->
+                                assertThat(
+                                                ExceptionUtils.findThrowable(
+                                                        e, StateMigrationException.class))
+                                        .isPresent());
+        assertThat(store.describeTable(nextTable)).isEmpty();
     }
 
     @Test

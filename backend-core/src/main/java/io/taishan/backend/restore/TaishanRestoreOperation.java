@@ -1,16 +1,23 @@
 package io.taishan.backend.restore;
 
+import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TableNotFoundException;
 import io.taishan.snapshot.ShardSnapshotRef;
 import io.taishan.snapshot.TaishanManifest;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -26,6 +33,8 @@ import org.apache.flink.runtime.state.SavepointKeyedStateHandle;
 import org.apache.flink.runtime.state.StateSerializerProvider;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
 import org.apache.flink.util.StateMigrationException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Restores a subtask's shards from the manifests of its state handles: metadata operations only,
@@ -36,6 +45,7 @@ import org.apache.flink.util.StateMigrationException;
  * epoch, which fences any zombie attempt.
  */
 public final class TaishanRestoreOperation<K> {
+    private static final Logger LOG = LoggerFactory.getLogger(TaishanRestoreOperation.class);
     private static final int PARALLEL_SHARD_CALLS = 8;
 
     private final Collection<KeyedStateHandle> handles;
@@ -200,6 +210,84 @@ public final class TaishanRestoreOperation<K> {
             if (!snapshot.pinned() && snapshot.snapshotId() > keepUpTo) {
                 store.dropSnapshot(table, shard, snapshot.snapshotId());
             }
+        }
+    }
+
+    /**
+     * Fails, naming them, when snapshots the manifests reference are gone from the store (dropped
+     * by hand, by a garbage collection, or with their table): checked before this job's table is
+     * created, so a restore that cannot succeed leaves nothing behind. One listing per source
+     * table.
+     */
+    public static void checkSnapshotsExist(KvStore store, Map<Integer, ShardSnapshotRef> refs) {
+        Map<String, List<ShardSnapshotRef>> byTable = new TreeMap<>();
+        for (ShardSnapshotRef ref : refs.values()) {
+            byTable.computeIfAbsent(ref.table(), t -> new ArrayList<>()).add(ref);
+        }
+        List<String> missing = new ArrayList<>();
+        for (Map.Entry<String, List<ShardSnapshotRef>> table : byTable.entrySet()) {
+            Set<String> present = new HashSet<>();
+            try {
+                for (SnapshotInfo info : store.listSnapshots(table.getKey())) {
+                    present.add(info.shard() + "/" + info.snapshotId());
+                }
+            } catch (TableNotFoundException e) {
+                missing.add("table " + table.getKey() + " (dropped)");
+                continue;
+            }
+            List<ShardSnapshotRef> refsOfTable = new ArrayList<>(table.getValue());
+            refsOfTable.sort(Comparator.comparingInt(ShardSnapshotRef::shard));
+            for (ShardSnapshotRef ref : refsOfTable) {
+                if (!present.contains(ref.shard() + "/" + ref.snapshotId())) {
+                    missing.add(
+                            "snapshot "
+                                    + ref.snapshotId()
+                                    + " of table "
+                                    + ref.table()
+                                    + " shard "
+                                    + ref.shard());
+                }
+            }
+        }
+        if (!missing.isEmpty()) {
+            int shown = Math.min(missing.size(), 10);
+            throw new IllegalStateException(
+                    "The checkpoint or savepoint to restore references "
+                            + missing.size()
+                            + " shard snapshot(s) the kv-server does not have: "
+                            + String.join(", ", missing.subList(0, shown))
+                            + (shown < missing.size() ? ", ..." : "")
+                            + ". They were dropped (by hand, by a garbage collection that did not"
+                            + " keep this checkpoint, or with their table); restore from a"
+                            + " checkpoint or savepoint whose snapshots still exist.");
+        }
+    }
+
+    /**
+     * After a failed restore that created {@code table}: drops it if nothing but this subtask can
+     * have used it, i.e. it holds no snapshot and no shard outside {@code range} was ever opened.
+     * Another subtask of the job may be restoring into it at the same time; it then keeps the
+     * table, and a sibling that opens a shard right after the drop fails and restores again, which
+     * loses nothing: no checkpoint can have completed in a table this new. Best effort: a table
+     * left behind is found by the operator's garbage collection.
+     *
+     * @return whether the table was dropped
+     */
+    public static boolean dropIfUnused(GrpcKvStore store, String table, KeyGroupRange range) {
+        try {
+            if (!store.listSnapshots(table).isEmpty()) {
+                return false;
+            }
+            for (ShardStatus shard : store.describeShards(table)) {
+                if (shard.epoch() > 0 && !range.contains(shard.shard())) {
+                    return false;
+                }
+            }
+            store.dropTable(table);
+            return true;
+        } catch (RuntimeException e) {
+            LOG.warn("Could not drop table {} after its failed restore", table, e);
+            return false;
         }
     }
 
