@@ -2,6 +2,8 @@ package io.taishan.backend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.taishan.kv.client.GrpcKvStore;
+import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.server.EmbeddedKvServer;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -18,6 +20,7 @@ import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
+import org.apache.flink.runtime.state.KeyGroupedInternalPriorityQueue;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.SnapshotResult;
@@ -25,6 +28,8 @@ import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+import org.apache.flink.streaming.api.operators.TimerHeapInternalTimer;
+import org.apache.flink.streaming.api.operators.TimerSerializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -134,6 +139,40 @@ class BloomFilterReadTest {
                             "share of absent lookups reaching the server, %d keys per shard",
                             keys / keyGroups)
                     .isLessThanOrEqualTo(0.01);
+        } finally {
+            backend.dispose();
+        }
+    }
+
+    /**
+     * Timers are only ever scanned, never looked up: they take no room in the server's Bloom
+     * filters, which stay as sharp as the state that is read.
+     */
+    @Test
+    void timersTakeNoRoomInTheServersFilters() throws Exception {
+        TaishanKeyedStateBackend<Integer> backend =
+                create(new JobID(), new KeyGroupRange(0, 1), List.of(), 2);
+        try (GrpcKvStore store =
+                GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build())) {
+            TimerSerializer<Integer, VoidNamespace> serializer =
+                    new TimerSerializer<>(IntSerializer.INSTANCE, VoidNamespaceSerializer.INSTANCE);
+            KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<Integer, VoidNamespace>> timers =
+                    backend.create("_timer_state/processing_user-timers", serializer);
+            for (int key = 0; key < 20_000; key++) {
+                backend.setCurrentKey(key);
+                timers.add(new TimerHeapInternalTimer<>(1_000L + key, key, VoidNamespace.INSTANCE));
+            }
+            backend.writeQueue().flushAndWait();
+
+            assertThat(store.describeShards(backend.tableName()))
+                    .hasSize(2)
+                    .allSatisfy(
+                            shard ->
+                                    assertThat(shard.estimatedFpp())
+                                            .as(
+                                                    "modelled false-positive rate of shard %d",
+                                                    shard.shard())
+                                            .isZero());
         } finally {
             backend.dispose();
         }

@@ -63,7 +63,7 @@ public final class StateWriter {
     // ---- timers: their keys are only ever scanned, never read one by one
 
     public void putUnread(ShardLease lease, byte[] key, byte[] value) {
-        queue.put(lease, key, value);
+        queue.putScanOnly(lease, key, value);
     }
 
     public void deleteUnread(ShardLease lease, byte[] key) {

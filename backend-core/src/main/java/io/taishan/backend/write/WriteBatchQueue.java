@@ -145,6 +145,19 @@ public final class WriteBatchQueue
         }
     }
 
+    /**
+     * A put of a key that is only ever scanned (timers): the server leaves it out of the shard's
+     * Bloom filter, which then stays sized for the keys that are looked up.
+     */
+    public void putScanOnly(ShardLease lease, byte[] key, byte[] value) {
+        synchronized (lock) {
+            Segment segment = segmentFor(key, value);
+            segment.batch.putScanOnly(lease, key, value);
+            segment.keys.add(pending.put(key, value, segment.id));
+            added(segment, key.length + value.length);
+        }
+    }
+
     public void delete(ShardLease lease, byte[] key) {
         synchronized (lock) {
             Segment segment = segmentFor(key, null);
