@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.kv.server.EmbeddedKvServer;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -30,7 +31,6 @@ import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.runtime.state.FunctionInitializationContext;
 import org.apache.flink.runtime.state.FunctionSnapshotContext;
-import org.apache.flink.runtime.testutils.CommonTestUtils;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -64,6 +64,8 @@ class MiniClusterJobTest {
 
     private static EmbeddedKvServer server;
     private static MiniCluster cluster;
+
+    private static final Duration EMIT_TIMEOUT = Duration.ofMinutes(3);
 
     @TempDir static Path dirs;
 
@@ -134,8 +136,25 @@ class MiniClusterJobTest {
     private static void emitUpTo(long records) throws Exception {
         LIMIT.set(records);
         long perKey = records / KEYS;
-        CommonTestUtils.waitUntilCondition(
-                () -> SEEN.size() == KEYS && SEEN.values().stream().allMatch(s -> s[0] == perKey));
+        // Bounded, and failing at once on lost or repeated state: a job that lost a count would
+        // otherwise keep the test waiting for a count it never reaches.
+        long deadline = System.nanoTime() + EMIT_TIMEOUT.toNanos();
+        while (!(SEEN.size() == KEYS && SEEN.values().stream().allMatch(s -> s[0] == perKey))) {
+            assertThat(ANOMALY.get()).as("lost or repeated state").isNull();
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(
+                        "after "
+                                + EMIT_TIMEOUT
+                                + " not every key has seen "
+                                + perKey
+                                + " records: "
+                                + SEEN.size()
+                                + " keys, counts "
+                                + SEEN.values().stream().map(s -> s[0]).sorted().toList());
+            }
+            Thread.sleep(20);
+        }
+        assertThat(ANOMALY.get()).as("lost or repeated state").isNull();
     }
 
     private static JobID submit(int parallelism, String savepoint) throws Exception {
