@@ -45,7 +45,7 @@ public final class RemoteSnapshotReleaser {
      * A close waits this long for the write that may still carry a marker of a dropped checkpoint;
      * a marker applied after its drop leaves a snapshot behind, nothing worse.
      */
-    private static final Duration IN_FLIGHT_WRITE_WAIT = Duration.ofSeconds(10);
+    private static final Duration IN_FLIGHT_WRITE_WAIT = Duration.ofSeconds(2);
 
     /** The highest watermark sent; only the task thread touches it. */
     private long watermark = Long.MIN_VALUE;

@@ -74,6 +74,11 @@ public final class TaishanBackendFixture implements BackendFixture {
         return true;
     }
 
+    /** The server process's id, to signal it (SIGSTOP to hang it). */
+    public long serverPid() {
+        return server.pid();
+    }
+
     /** The server's own account of what happened, for failure messages. */
     public String serverOutput() {
         return server.recentOutput();

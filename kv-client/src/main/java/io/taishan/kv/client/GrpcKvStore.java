@@ -51,6 +51,7 @@ import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
 import java.io.IOException;
 import java.io.InputStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -64,7 +65,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -967,8 +967,18 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         return limits;
     }
 
+    /** Closes, giving calls in flight up to 5 s to finish; see {@link #close(Duration)}. */
     @Override
     public void close() {
+        close(Duration.ofMillis(CLOSE_GRACE_MILLIS));
+    }
+
+    /**
+     * Closes, giving calls in flight up to {@code grace} to finish before they are cancelled. A
+     * caller that has nothing left in flight it cares about (a state backend after its own drain)
+     * passes {@link Duration#ZERO}: a hung server then cannot hold the close.
+     */
+    public void close(Duration grace) {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
@@ -976,7 +986,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         for (KvNode node : nodes) {
             node.connections().shutdown();
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_GRACE_MILLIS);
+        long deadline = System.nanoTime() + grace.toNanos();
         try {
             for (KvNode node : nodes) {
                 if (!node.connections().awaitTermination(deadline)) {
