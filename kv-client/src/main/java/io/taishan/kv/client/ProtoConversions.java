@@ -53,7 +53,8 @@ final class ProtoConversions {
                 f.getRebuildQueued(),
                 f.getRebuildKeysScanned(),
                 f.getKeysAtBuild(),
-                f.getReason());
+                f.getReason(),
+                s.hasLastActiveMillis() ? s.getLastActiveMillis() : -1);
     }
 
     private static ShardStatus.FilterState filterState(io.taishan.kv.proto.FilterState state) {

@@ -15,6 +15,8 @@ package io.taishan.kv.client;
  * @param rebuildKeysScanned keys the running rebuild has scanned so far
  * @param keysAtBuild keys the current filter's build scanned (0 if never rebuilt)
  * @param reason why the filter is not available, empty when it is
+ * @param lastActiveMillis when the shard was last leased, written or had its TTL clock reported
+ *     (epoch millis; reads do not count), 0 if never, -1 if the server does not tell
  */
 public record ShardStatus(
         String table,
@@ -30,7 +32,8 @@ public record ShardStatus(
         boolean rebuildQueued,
         long rebuildKeysScanned,
         long keysAtBuild,
-        String reason) {
+        String reason,
+        long lastActiveMillis) {
 
     /** Where a shard's filter stands. */
     public enum FilterState {

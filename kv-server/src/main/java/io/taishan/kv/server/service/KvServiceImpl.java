@@ -1064,7 +1064,8 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                         .setShard(s)
                                         .setEpoch(shard.epoch())
                                         .setOpen(shard.isOpen())
-                                        .setFilter(toProto(shard.filterStatus())));
+                                        .setFilter(toProto(shard.filterStatus()))
+                                        .setLastActiveMillis(shard.lastActiveMillis()));
                         long entries = shard.estimatedEntriesIfOpen();
                         if (entries >= 0) {
                             liveEntries += entries;

@@ -103,6 +103,13 @@ public final class ShardStore {
     private volatile long lastAccessNanos = System.nanoTime();
 
     /**
+     * Wall-clock time of the last lease, write or TTL clock report on this node since it started, 0
+     * before the first: what {@link #lastActiveMillis} adds to what is on disk. Reads leave it
+     * alone, so that the inline reads on the event loop do not all write one shared field.
+     */
+    private volatile long lastActivityMillis;
+
+    /**
      * The open shard's filter, null while the shard is closed or has none. Set by the opener (under
      * liveMonitor and a state lock), by a rebuild from scratch (under the writer lock), cleared
      * under the state write lock or, for a failed rebuild, the writer lock.
@@ -328,6 +335,7 @@ public final class ShardStore {
         public List<SnapshotMeta> apply(List<WriteOp> ops) {
             writer.lock();
             try {
+                lastActivityMillis = System.currentTimeMillis();
                 return applyLocked(ops);
             } finally {
                 writer.unlock();
@@ -337,6 +345,7 @@ public final class ShardStore {
         public SnapshotMeta snapshot(long snapshotId, boolean pinned) {
             writer.lock();
             try {
+                lastActivityMillis = System.currentTimeMillis();
                 return snapshotLocked(snapshotId, pinned);
             } finally {
                 writer.unlock();
@@ -667,6 +676,7 @@ public final class ShardStore {
         try {
             checkUsable();
             checkEpoch(callerEpoch);
+            lastActivityMillis = System.currentTimeMillis();
             synchronized (ttlClockMonitor) {
                 if (ttlClockEpoch != callerEpoch) {
                     ttlClockEpoch = callerEpoch;
@@ -753,6 +763,52 @@ public final class ShardStore {
 
     public long diskBytes() {
         return DurableFiles.sizeOf(dir);
+    }
+
+    /**
+     * When the shard was last leased, written or had its TTL clock reported (epoch millis, 0 if
+     * never), as far as this node can tell; never opens the shard. Calls since the node started are
+     * remembered; earlier ones are read from what they left on disk: the epoch file (rewritten at
+     * every lease), the newest snapshot, and the newest file of the live data (flushes, the WAL,
+     * RocksDB opens and the filter saved at a close write there; the kv-server keeps no RocksDB LOG
+     * that would change while nothing happens). A restart therefore does not make a table look
+     * idle, and nothing this returns is earlier than the last such call.
+     */
+    public long lastActiveMillis() {
+        state.readLock().lock();
+        try {
+            long newest = lastActivityMillis;
+            newest = Math.max(newest, modifiedMillis(epochFile));
+            snapshotsLock.readLock().lock();
+            try {
+                for (SnapshotMeta s : snapshots.values()) {
+                    newest = Math.max(newest, s.createdAtMillis());
+                }
+            } finally {
+                snapshotsLock.readLock().unlock();
+            }
+            if (Files.isDirectory(liveDir)) {
+                try (DirectoryStream<Path> files = Files.newDirectoryStream(liveDir)) {
+                    for (Path f : files) {
+                        newest = Math.max(newest, modifiedMillis(f));
+                    }
+                } catch (IOException e) {
+                    // Only the estimate's disk part is lost; the live data itself is not touched.
+                    LOG.debug("Cannot list {}: {}", liveDir, e.toString());
+                }
+            }
+            return newest;
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
+    private static long modifiedMillis(Path file) {
+        try {
+            return Files.getLastModifiedTime(file).toMillis();
+        } catch (IOException e) {
+            return 0;
+        }
     }
 
     // ---- lifecycle
@@ -1447,6 +1503,7 @@ public final class ShardStore {
             DurableFiles.writeAtomically(
                     epochFile, Long.toString(next).getBytes(StandardCharsets.US_ASCII));
             epoch = next;
+            lastActivityMillis = System.currentTimeMillis();
             return next;
         } catch (IOException e) {
             throw KvServerException.storage("cannot persist a new epoch of " + this, e);
