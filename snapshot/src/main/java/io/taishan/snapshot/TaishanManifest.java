@@ -115,48 +115,72 @@ public final class TaishanManifest {
         registry.registerCloseable(in);
         try {
             DataInputView view = new DataInputViewStreamWrapper(in);
-            long magic = view.readLong();
-            if (magic != MAGIC) {
-                throw new NotATaishanManifestException(
-                        "The keyed state handle "
-                                + handle.getDelegateStateHandle()
-                                + " is not a Taishan manifest (found 0x"
-                                + Long.toHexString(magic)
-                                + "): it was written by another state backend. Restore it"
-                                + " through a canonical savepoint.");
-            }
-            int version = view.readInt();
-            if (version != VERSION) {
-                throw new IOException(
-                        "Taishan manifest version " + version + " is not supported: " + VERSION);
-            }
+            readHeader(view, handle);
             KeyedBackendSerializationProxy<K> metaInfo =
                     new KeyedBackendSerializationProxy<>(userCodeClassLoader);
             metaInfo.read(view);
-
-            Map<Integer, ShardSnapshotRef> refs = new LinkedHashMap<>();
-            for (Tuple2<Integer, Long> keyGroupOffset : handle.getGroupRangeOffsets()) {
-                in.seek(keyGroupOffset.f1);
-                int keyGroup = view.readInt();
-                if (keyGroup != keyGroupOffset.f0) {
-                    throw new IOException(
-                            "corrupt Taishan manifest "
-                                    + handle.getDelegateStateHandle()
-                                    + ": key group "
-                                    + keyGroup
-                                    + " at the offset of key group "
-                                    + keyGroupOffset.f0);
-                }
-                String table = view.readUTF();
-                long snapshotId = view.readLong();
-                refs.put(keyGroup, new ShardSnapshotRef(table, keyGroup, snapshotId));
-            }
-            return new Contents<>(metaInfo, refs);
+            return new Contents<>(metaInfo, readRefs(in, view, handle));
         } finally {
             if (registry.unregisterCloseable(in)) {
                 IOUtils.closeQuietly(in);
             }
         }
+    }
+
+    /**
+     * Reads only the references of the key groups that the handle covers, by key-group offset, so
+     * without the meta info: its serializer snapshots may name the job's own classes, which a tool
+     * outside the job (the admin's gc) does not have.
+     */
+    public static Map<Integer, ShardSnapshotRef> readReferences(KeyGroupsStateHandle handle)
+            throws IOException {
+        try (FSDataInputStream in = handle.openInputStream()) {
+            DataInputView view = new DataInputViewStreamWrapper(in);
+            readHeader(view, handle);
+            return readRefs(in, view, handle);
+        }
+    }
+
+    private static void readHeader(DataInputView view, KeyGroupsStateHandle handle)
+            throws IOException {
+        long magic = view.readLong();
+        if (magic != MAGIC) {
+            throw new NotATaishanManifestException(
+                    "The keyed state handle "
+                            + handle.getDelegateStateHandle()
+                            + " is not a Taishan manifest (found 0x"
+                            + Long.toHexString(magic)
+                            + "): it was written by another state backend. Restore it"
+                            + " through a canonical savepoint.");
+        }
+        int version = view.readInt();
+        if (version != VERSION) {
+            throw new IOException(
+                    "Taishan manifest version " + version + " is not supported: " + VERSION);
+        }
+    }
+
+    private static Map<Integer, ShardSnapshotRef> readRefs(
+            FSDataInputStream in, DataInputView view, KeyGroupsStateHandle handle)
+            throws IOException {
+        Map<Integer, ShardSnapshotRef> refs = new LinkedHashMap<>();
+        for (Tuple2<Integer, Long> keyGroupOffset : handle.getGroupRangeOffsets()) {
+            in.seek(keyGroupOffset.f1);
+            int keyGroup = view.readInt();
+            if (keyGroup != keyGroupOffset.f0) {
+                throw new IOException(
+                        "corrupt Taishan manifest "
+                                + handle.getDelegateStateHandle()
+                                + ": key group "
+                                + keyGroup
+                                + " at the offset of key group "
+                                + keyGroupOffset.f0);
+            }
+            String table = view.readUTF();
+            long snapshotId = view.readLong();
+            refs.put(keyGroup, new ShardSnapshotRef(table, keyGroup, snapshotId));
+        }
+        return refs;
     }
 
     /** What one manifest holds for the key groups read. */
