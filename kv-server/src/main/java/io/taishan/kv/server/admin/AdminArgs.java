@@ -15,7 +15,8 @@ record AdminArgs(
         AdminCommand command,
         List<String> operands,
         @Nullable Integer shard,
-        boolean yes) {
+        boolean yes,
+        @Nullable GcOptions gc) {
 
     static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
 
@@ -26,6 +27,7 @@ record AdminArgs(
         Duration timeout = DEFAULT_TIMEOUT;
         Integer shard = null;
         boolean yes = false;
+        GcOptions.Builder gc = new GcOptions.Builder();
         List<String> positional = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
@@ -38,6 +40,11 @@ record AdminArgs(
                         timeout = Duration.ofMillis(positive(value(args, ++i, arg), arg));
                 case "--shard" -> shard = nonNegativeInt(value(args, ++i, arg), "--shard");
                 case "--yes" -> yes = true;
+                case "--keep" -> gc.keep(value(args, ++i, arg));
+                case "--kept-snapshots" -> gc.keptSnapshots(value(args, ++i, arg));
+                case "--keep-none" -> gc.keepNone();
+                case "--table-prefix" -> gc.tablePrefix(value(args, ++i, arg));
+                case "--min-idle" -> gc.minIdle(value(args, ++i, arg));
                 default -> {
                     if (arg.startsWith("-")) {
                         throw new AdminUsageException("unknown option '" + arg + "'");
@@ -68,7 +75,20 @@ record AdminArgs(
         if (yes && !command.drops()) {
             throw new AdminUsageException("--yes only applies to the drop commands");
         }
-        AdminArgs parsed = new AdminArgs(addresses, timeout, command, operands, shard, yes);
+        if (gc.given() && command != AdminCommand.GC) {
+            throw new AdminUsageException(
+                    "--keep, --kept-snapshots, --keep-none, --table-prefix and --min-idle only"
+                            + " apply to gc");
+        }
+        AdminArgs parsed =
+                new AdminArgs(
+                        addresses,
+                        timeout,
+                        command,
+                        operands,
+                        shard,
+                        yes,
+                        command == AdminCommand.GC ? gc.build() : null);
         // Checked now so that a typo fails before anything connects.
         if (command.operands().contains("shard")) {
             parsed.shardOperand();

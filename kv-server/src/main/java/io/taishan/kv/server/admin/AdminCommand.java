@@ -12,7 +12,8 @@ enum AdminCommand {
     SNAPSHOTS("snapshots", List.of("table"), false),
     DROP_SNAPSHOT("drop-snapshot", List.of("table", "shard", "id"), true),
     DROP_SNAPSHOTS_BELOW("drop-snapshots-below", List.of("table", "id"), true),
-    DROP_TABLE("drop-table", List.of("table"), true);
+    DROP_TABLE("drop-table", List.of("table"), true),
+    GC("gc", List.of(), true);
 
     private final String word;
     private final List<String> operands;
@@ -48,6 +49,11 @@ enum AdminCommand {
         }
         if (this == SNAPSHOTS) {
             text.append(" [--shard N]");
+        }
+        if (this == GC) {
+            text.append(
+                    " --table-prefix P... (--keep PATH... | --kept-snapshots FILE | --keep-none)"
+                            + " [--min-idle D]");
         }
         if (drops) {
             text.append(" [--yes]");

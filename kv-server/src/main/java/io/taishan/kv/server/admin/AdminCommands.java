@@ -45,6 +45,7 @@ final class AdminCommands {
             case DROP_SNAPSHOTS_BELOW ->
                     dropSnapshotsBelow(args.table(), args.snapshotId(), args.yes());
             case DROP_TABLE -> dropTable(args.table(), args.yes());
+            case GC -> new GcCommand(kv, out, args.gc()).run(args.yes());
         };
     }
 

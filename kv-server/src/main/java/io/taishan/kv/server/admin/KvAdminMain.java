@@ -94,6 +94,12 @@ public final class KvAdminMain {
             text.append("  ").append(command.synopsis()).append('\n');
         }
         text.append("drop commands without --yes print what they would drop and exit 3\n");
+        text.append(
+                "gc drops every table and shard snapshot under the prefixes that no kept"
+                        + " checkpoint or savepoint\n"
+                        + "  references (--keep: a chk-N or savepoint directory or its _metadata),"
+                        + " sparing tables\n"
+                        + "  leased, written or snapshotted within --min-idle (default 1h)\n");
         return text.toString();
     }
 }
