@@ -33,7 +33,12 @@ public final class ItCluster {
     private ItCluster() {}
 
     public static MiniClusterExtension extension() {
-        Configuration config = new Configuration();
+        return extension(new Configuration());
+    }
+
+    /** With {@code extra} for the cluster, e.g. what the JobManager reads from its own config. */
+    public static MiniClusterExtension extension(Configuration extra) {
+        Configuration config = new Configuration(extra);
         // RocksDB takes its memory from here; the MiniCluster's default leaves little per slot.
         config.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("256m"));
         InMemoryReporter reporter = InMemoryReporter.create();

@@ -19,6 +19,10 @@ import java.util.List;
  */
 record KeptSnapshots(List<Kept> checkpoints) {
     static final String READER_CLASSPATH_PROPERTY = "taishan.admin.checkpoint-reader.classpath";
+
+    /** Set by bin/taishan-kv-admin instead when the reader is not built: how to build it. */
+    static final String READER_MISSING_PROPERTY = "taishan.admin.checkpoint-reader.missing";
+
     static final String READER_MAIN = "io.taishan.snapshot.gc.KeptSnapshotsMain";
 
     private static final String HEADER = "taishan-kept-snapshots";
@@ -58,6 +62,10 @@ record KeptSnapshots(List<Kept> checkpoints) {
      */
     static KeptSnapshots readCheckpoints(List<String> paths) {
         String classpath = System.getProperty(READER_CLASSPATH_PROPERTY);
+        String missing = System.getProperty(READER_MISSING_PROPERTY);
+        if ((classpath == null || classpath.isBlank()) && missing != null) {
+            throw new AdminException("gc --keep needs the checkpoint reader: " + missing);
+        }
         if (classpath == null || classpath.isBlank()) {
             throw new AdminException(
                     "gc --keep reads checkpoints with Flink, which this JVM does not have: run it"
