@@ -10,8 +10,6 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
-import org.apache.flink.api.common.state.StateDescriptor;
-import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.core.fs.FileSystem;
@@ -27,10 +25,7 @@ import org.apache.flink.runtime.state.CheckpointedStateScope;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
-import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.RegisteredKeyValueStateBackendMetaInfo;
-import org.apache.flink.runtime.state.StateSnapshotTransformer.StateSnapshotTransformFactory;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
 import org.apache.flink.runtime.state.memory.ByteStreamStateHandle;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
@@ -139,7 +134,7 @@ class TaishanManifestTest {
                                         factory.createCheckpointStateOutputStream(
                                                 CheckpointedStateScope.EXCLUSIVE),
                                         new CloseableRegistry(),
-                                        metaInfo(),
+                                        TestMetaInfo.counts(),
                                         RANGE,
                                         keyGroup ->
                                                 keyGroup == 7
@@ -186,20 +181,8 @@ class TaishanManifestTest {
         return TaishanManifest.write(
                 factory.createCheckpointStateOutputStream(CheckpointedStateScope.EXCLUSIVE),
                 new CloseableRegistry(),
-                metaInfo(),
+                TestMetaInfo.counts(),
                 RANGE,
                 keyGroup -> new ShardSnapshotRef(TABLE, keyGroup, snapshotId));
-    }
-
-    private static KeyedBackendSerializationProxy<String> metaInfo() {
-        RegisteredKeyValueStateBackendMetaInfo<String, Long> counts =
-                new RegisteredKeyValueStateBackendMetaInfo<>(
-                        StateDescriptor.Type.VALUE,
-                        "counts",
-                        StringSerializer.INSTANCE,
-                        LongSerializer.INSTANCE,
-                        StateSnapshotTransformFactory.noTransform());
-        return new KeyedBackendSerializationProxy<>(
-                StringSerializer.INSTANCE, List.of(counts.snapshot()), false);
     }
 }

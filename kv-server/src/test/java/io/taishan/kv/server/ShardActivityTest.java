@@ -9,7 +9,6 @@ import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.WriteBatch;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Collectors;
@@ -28,26 +27,16 @@ class ShardActivityTest {
     @TempDir Path dataDir;
 
     private EmbeddedKvServer start() {
-        return EmbeddedKvServer.start(
-                KvServerConfig.builder()
-                        .dataDir(dataDir)
-                        .blockCacheBytes(16 << 20)
-                        .writeBufferBytes(8 << 20)
-                        .build());
-    }
-
-    private static GrpcKvStore connect(EmbeddedKvServer server) {
-        return GrpcKvStore.connect(
-                KvClientConfig.forAddresses(server.address())
-                        .requestTimeout(Duration.ofSeconds(30))
-                        .build());
+        return EmbeddedKvServer.start(KvServerConfig.builder().dataDir(dataDir).build());
     }
 
     @Test
     void leasesWritesAndTtlReportsCountReadsDoNotAndARestartRemembers() throws Exception {
         long writtenAt;
         try (EmbeddedKvServer server = start();
-                GrpcKvStore kv = connect(server)) {
+                GrpcKvStore kv =
+                        GrpcKvStore.connect(
+                                KvClientConfig.forAddresses(server.address()).build())) {
             kv.createTable("t", 2);
             assertThat(activity(kv)).as("shards never opened are not described").isEmpty();
 
@@ -76,7 +65,9 @@ class ShardActivityTest {
         }
 
         try (EmbeddedKvServer server = start();
-                GrpcKvStore kv = connect(server)) {
+                GrpcKvStore kv =
+                        GrpcKvStore.connect(
+                                KvClientConfig.forAddresses(server.address()).build())) {
             // The graceful stop flushed the write: its files carry the time across the restart.
             assertThat(activity(kv).get(0))
                     .isGreaterThanOrEqualTo(writtenAt - FILE_CLOCK_SLACK_MILLIS)

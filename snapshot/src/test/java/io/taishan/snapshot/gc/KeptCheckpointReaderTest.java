@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.snapshot.ShardSnapshotRef;
 import io.taishan.snapshot.TaishanManifest;
+import io.taishan.snapshot.TestMetaInfo;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -14,9 +15,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.flink.api.common.state.StateDescriptor;
-import org.apache.flink.api.common.typeutils.base.LongSerializer;
-import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.core.fs.FileSystem;
@@ -35,10 +33,7 @@ import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
 import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
-import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.RegisteredKeyValueStateBackendMetaInfo;
-import org.apache.flink.runtime.state.StateSnapshotTransformer.StateSnapshotTransformFactory;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
 import org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle;
@@ -196,7 +191,7 @@ class KeptCheckpointReaderTest {
                     TaishanManifest.write(
                             out,
                             new CloseableRegistry(),
-                            metaInfo(),
+                            TestMetaInfo.counts(),
                             KeyGroupRange.of(0, 9),
                             kg -> new ShardSnapshotRef("t", kg, 5));
         }
@@ -277,7 +272,7 @@ class KeptCheckpointReaderTest {
         return TaishanManifest.write(
                 factory.createCheckpointStateOutputStream(CheckpointedStateScope.EXCLUSIVE),
                 new CloseableRegistry(),
-                metaInfo(),
+                TestMetaInfo.counts(),
                 KeyGroupRange.of(firstKeyGroup, lastKeyGroup),
                 kg -> new ShardSnapshotRef(table, kg, snapshotId));
     }
@@ -310,17 +305,5 @@ class KeptCheckpointReaderTest {
         try (OutputStream file = Files.newOutputStream(dir.resolve("_metadata"))) {
             Checkpoints.storeCheckpointMetadata(metadata, file);
         }
-    }
-
-    private static KeyedBackendSerializationProxy<String> metaInfo() {
-        RegisteredKeyValueStateBackendMetaInfo<String, Long> counts =
-                new RegisteredKeyValueStateBackendMetaInfo<>(
-                        StateDescriptor.Type.VALUE,
-                        "counts",
-                        StringSerializer.INSTANCE,
-                        LongSerializer.INSTANCE,
-                        StateSnapshotTransformFactory.noTransform());
-        return new KeyedBackendSerializationProxy<>(
-                StringSerializer.INSTANCE, List.of(counts.snapshot()), false);
     }
 }

@@ -9,9 +9,7 @@ import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.server.EmbeddedKvServer;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -84,9 +82,9 @@ class GcCommandTest {
 
         Result r = gc("--kept-snapshots", keptFile(12, done, 4).toString());
 
-        assertThat(r.exit).as(r.out + r.err).isEqualTo(AdminCommands.EXIT_NOT_CONFIRMED);
+        assertThat(r.exit()).as(r.out() + r.err()).isEqualTo(AdminCommands.EXIT_NOT_CONFIRMED);
         assertThat(everything()).isEqualTo(before);
-        assertThat(r.out).contains("nothing dropped: add --yes to drop");
+        assertThat(r.out()).contains("nothing dropped: add --yes to drop");
         // id, shards, pinned, size (number, unit), created (date, time), action...
         assertThat(r.section(done))
                 .containsExactly(
@@ -98,7 +96,7 @@ class GcCommandTest {
                                 "drop (pinned: a native savepoint's, which no --keep names)"),
                         List.of("12", "4", "0", "keep: checkpoint 12"),
                         List.of("13", "4", "0", "drop"));
-        assertThat(r.out)
+        assertThat(r.out())
                 .contains(done + ": 4 shards, last leased, written or snapshotted")
                 .contains("  drop 12 of 16 shard snapshot(s) (4 pinned), ")
                 .contains(gone + ": 2 shards, last leased")
@@ -114,8 +112,8 @@ class GcCommandTest {
                                 "drop (pinned: a native savepoint's, which no --keep names)"),
                         List.of("6", "2", "0", "drop"));
         assertThat(r.line(live)).contains(": left alone, used within --min-idle 1s");
-        assertThat(r.out).doesNotContain(outside);
-        assertThat(r.out)
+        assertThat(r.out()).doesNotContain(outside);
+        assertThat(r.out())
                 .contains(
                         "would drop 1 table(s) whole and shard snapshots of 1 more: 16 shard snapshot(s)")
                 .contains("6 of them pinned")
@@ -128,13 +126,13 @@ class GcCommandTest {
 
         Result r = gc("--kept-snapshots", keptFile(12, done, 4).toString(), "--yes");
 
-        assertThat(r.exit).as(r.out + r.err).isZero();
+        assertThat(r.exit()).as(r.out() + r.err()).isZero();
         Map<String, Set<String>> after = everything();
         assertThat(after.get(done)).isEqualTo(shardsOf(4, 12));
         assertThat(after).doesNotContainKey(gone);
         assertThat(after.get(live)).isEqualTo(before.get(live));
         assertThat(after.get(outside)).isEqualTo(before.get(outside));
-        assertThat(r.out)
+        assertThat(r.out())
                 .contains(done + ": dropped snapshot 10 of 4 shard(s)")
                 .contains(done + ": dropped snapshot 11 of 4 shard(s)")
                 .contains(done + ": dropped snapshot 13 of 4 shard(s)")
@@ -149,7 +147,7 @@ class GcCommandTest {
 
         // Only the rule spared the live table: said explicitly, it goes too.
         Result forced = gc("--keep-none", "--table-prefix", live, "--min-idle", "0", "--yes");
-        assertThat(forced.exit).as(forced.out + forced.err).isZero();
+        assertThat(forced.exit()).as(forced.out() + forced.err()).isZero();
         assertThat(everything()).doesNotContainKey(live);
     }
 
@@ -159,8 +157,8 @@ class GcCommandTest {
 
         Result r = gc("--kept-snapshots", keptFile(99, done, 4).toString(), "--yes");
 
-        assertThat(r.exit).isEqualTo(AdminCommands.EXIT_FAILED);
-        assertThat(r.err)
+        assertThat(r.exit()).isEqualTo(AdminCommands.EXIT_FAILED);
+        assertThat(r.err())
                 .contains("nothing dropped: 4 shard snapshot(s) that kept checkpoints reference")
                 .contains("the first snapshot 99 of table '" + done + "' shard 0")
                 .contains("another cluster");
@@ -175,17 +173,17 @@ class GcCommandTest {
         Path cut = Files.write(temp.resolve("cut"), lines.subList(0, lines.size() - 2));
 
         Result truncated = gc("--kept-snapshots", cut.toString(), "--yes");
-        assertThat(truncated.exit).isEqualTo(AdminCommands.EXIT_FAILED);
-        assertThat(truncated.err).contains("is refused, nothing dropped").contains("no end line");
+        assertThat(truncated.exit()).isEqualTo(AdminCommands.EXIT_FAILED);
+        assertThat(truncated.err()).contains("is refused, nothing dropped").contains("no end line");
 
         Result noFile = gc("--kept-snapshots", temp.resolve("nope").toString(), "--yes");
-        assertThat(noFile.exit).isEqualTo(AdminCommands.EXIT_FAILED);
-        assertThat(noFile.err).contains("cannot read --kept-snapshots");
+        assertThat(noFile.exit()).isEqualTo(AdminCommands.EXIT_FAILED);
+        assertThat(noFile.err()).contains("cannot read --kept-snapshots");
 
         // This JVM has no Flink: --keep says how to run it instead of reading nothing.
         Result noReader = gc("--keep", temp.toString(), "--yes");
-        assertThat(noReader.exit).isEqualTo(AdminCommands.EXIT_FAILED);
-        assertThat(noReader.err).contains("bin/taishan-kv-admin").contains("--kept-snapshots");
+        assertThat(noReader.exit()).isEqualTo(AdminCommands.EXIT_FAILED);
+        assertThat(noReader.err()).contains("bin/taishan-kv-admin").contains("--kept-snapshots");
 
         assertThat(everything()).isEqualTo(before);
     }
@@ -264,19 +262,8 @@ class GcCommandTest {
     }
 
     private static Result admin(String... command) {
-        String[] args = new String[command.length + 2];
-        args[0] = "--address";
-        args[1] = server.address();
-        System.arraycopy(command, 0, args, 2, command.length);
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int exit;
-        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            exit = KvAdminMain.run(args, o, e);
-        }
-        return new Result(
-                exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        AdminRun run = AdminRun.of(server.address(), command);
+        return new Result(run.exit(), run.out(), run.err());
     }
 
     private record Result(int exit, String out, String err) {

@@ -3,9 +3,6 @@ package io.taishan.kv.server.admin;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.kv.client.TableInfo;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -33,9 +30,9 @@ class GcRulesTest {
                         new String[] {"tables", "--keep", "x"},
                         new String[] {"drop-table", "gc_x_done", "--table-prefix", "gc_x_"});
         for (String[] args : bad) {
-            Result r = admin(args);
-            assertThat(r.exit).as(String.join(" ", args)).isEqualTo(KvAdminMain.EXIT_USAGE);
-            assertThat(r.err).as(String.join(" ", args)).contains("usage: taishan-kv-admin");
+            AdminRun r = admin(args);
+            assertThat(r.exit()).as(String.join(" ", args)).isEqualTo(KvAdminMain.EXIT_USAGE);
+            assertThat(r.err()).as(String.join(" ", args)).contains("usage: taishan-kv-admin");
         }
     }
 
@@ -68,20 +65,7 @@ class GcRulesTest {
     }
 
     /** Usage errors are found before anything connects, so no server is needed. */
-    private static Result admin(String... command) {
-        String[] args = new String[command.length + 2];
-        args[0] = "--address";
-        args[1] = "127.0.0.1:1";
-        System.arraycopy(command, 0, args, 2, command.length);
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int exit;
-        try (PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream e = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            exit = KvAdminMain.run(args, o, e);
-        }
-        return new Result(exit, err.toString(StandardCharsets.UTF_8));
+    private static AdminRun admin(String... command) {
+        return AdminRun.of("127.0.0.1:1", command);
     }
-
-    private record Result(int exit, String err) {}
 }
