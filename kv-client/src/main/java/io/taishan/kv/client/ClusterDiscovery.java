@@ -26,13 +26,15 @@ final class ClusterDiscovery {
      */
     static Cluster discover(
             KvClientConfig config,
+            ChannelSecurity security,
             RetryingCaller caller,
             Map<String, KvNode.Connections> connections) {
         KvNode seed = null;
         ClusterInfoResponse info = null;
         List<KvException> failures = new ArrayList<>();
         for (String address : config.addresses()) {
-            KvNode candidate = KvNode.of(-1, address, connect(connections, address, config));
+            KvNode candidate =
+                    KvNode.of(-1, address, connect(connections, address, config, security));
             try {
                 info =
                         caller.call(
@@ -47,7 +49,7 @@ final class ClusterDiscovery {
             }
         }
         if (info == null) {
-            throw noSeedAnswered(config, failures);
+            throw noSeedAnswered(config, security, failures);
         }
         List<String> addresses =
                 info.getNodesCount() == 0 ? List.of(seed.address()) : info.getNodesList();
@@ -66,7 +68,7 @@ final class ClusterDiscovery {
                 nodes.add(seed.withIndex(i));
             } else {
                 String address = addresses.get(i);
-                nodes.add(KvNode.of(i, address, connect(connections, address, config)));
+                nodes.add(KvNode.of(i, address, connect(connections, address, config, security)));
             }
         }
         for (KvNode node : nodes) {
@@ -83,9 +85,12 @@ final class ClusterDiscovery {
     }
 
     private static KvNode.Connections connect(
-            Map<String, KvNode.Connections> connections, String address, KvClientConfig config) {
+            Map<String, KvNode.Connections> connections,
+            String address,
+            KvClientConfig config,
+            ChannelSecurity security) {
         return connections.computeIfAbsent(
-                address, a -> KvNode.Connections.open(a, config.readChannels()));
+                address, a -> KvNode.Connections.open(a, config.readChannels(), security));
     }
 
     private static void checkAgrees(
@@ -110,7 +115,28 @@ final class ClusterDiscovery {
         }
     }
 
-    private static KvException noSeedAnswered(KvClientConfig config, List<KvException> failures) {
+    /**
+     * A TLS server closes a plaintext client's connection without a word, which the client sees as
+     * "Network closed for unknown reason", as from a server that went away mid-call: say what is
+     * the likelier cause when every seed did that to a plaintext client.
+     */
+    private static String plaintextHint(ChannelSecurity security, List<KvException> failures) {
+        if (security.usesTls() || failures.isEmpty()) {
+            return "";
+        }
+        for (KvException failure : failures) {
+            io.grpc.Status status = io.grpc.Status.fromThrowable(failure);
+            if (status.getDescription() == null
+                    || !status.getDescription().contains("Network closed for unknown reason")) {
+                return "";
+            }
+        }
+        return ": every connection was closed before an answer, as a TLS server closes a"
+                + " plaintext client's; if the server requires TLS, configure the client's TLS too";
+    }
+
+    private static KvException noSeedAnswered(
+            KvClientConfig config, ChannelSecurity security, List<KvException> failures) {
         KvException result = null;
         for (KvException failure : failures) {
             if (!(failure instanceof KvUnavailableException)) {
@@ -122,7 +148,9 @@ final class ClusterDiscovery {
         if (result == null) {
             result =
                     new KvUnavailableException(
-                            "no kv-server answered at " + String.join(", ", config.addresses()),
+                            "no kv-server answered at "
+                                    + String.join(", ", config.addresses())
+                                    + plaintextHint(security, failures),
                             String.join(",", config.addresses()),
                             config.maxAttempts(),
                             failures.get(0));

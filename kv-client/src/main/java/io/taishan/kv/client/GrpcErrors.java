@@ -4,6 +4,7 @@ import io.grpc.Metadata;
 import io.grpc.Status;
 import io.taishan.kv.proto.ErrorCode;
 import javax.annotation.Nullable;
+import javax.net.ssl.SSLException;
 
 /** Turns a failed gRPC call into the typed {@link KvException} a caller can act on. */
 final class GrpcErrors {
@@ -21,7 +22,58 @@ final class GrpcErrors {
     static boolean isRetryable(Throwable failure) {
         return isTransient(Status.fromThrowable(failure).getCode())
                 && errorCodeOf(Status.trailersFromThrowable(failure))
-                        != ErrorCode.FILTER_UNAVAILABLE;
+                        != ErrorCode.FILTER_UNAVAILABLE
+                && tlsFailure(failure) == null;
+    }
+
+    /**
+     * The TLS failure under a failed call, if any. gRPC reports a failed handshake as UNAVAILABLE,
+     * like a server that is down; but an untrusted certificate or a missing client certificate is
+     * not transient, and retrying it only hides the reason behind "unavailable".
+     */
+    @Nullable
+    static SSLException tlsFailure(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof SSLException ssl) {
+                return ssl;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return null;
+    }
+
+    /** The handshake failure in words, with its likeliest reason. */
+    private static String describe(SSLException tls) {
+        Throwable root = tls;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String text = tls.getMessage() + (root == tls ? "" : ": " + root.getMessage());
+        String hint;
+        if (root instanceof java.security.cert.CertPathBuilderException
+                || root instanceof java.security.cert.CertPathValidatorException
+                || text.contains("PKIX")) {
+            hint = "the server's certificate does not chain to a CA this client trusts";
+        } else if (text.contains("subject alternative") || text.contains("No name matching")) {
+            hint = "the server's certificate does not name the host this client dialled";
+        } else if (text.contains("CERTIFICATE_REQUIRED")
+                || text.contains("BAD_CERTIFICATE")
+                || text.contains("UNKNOWN_CA")) {
+            hint = "the server wants a client certificate signed by a CA it trusts: mutual TLS";
+        } else if (text.contains("not an SSL/TLS record")) {
+            hint = "the server does not speak TLS";
+        } else {
+            hint =
+                    "check the CA this client trusts, the server's certificate, and whether the"
+                            + " server wants a client certificate";
+        }
+        // "not an SSL/TLS record" comes with a hex dump of everything received.
+        if (text.length() > 160) {
+            text = text.substring(0, 160) + "...";
+        }
+        return text + " (" + hint + ")";
     }
 
     static KvException toKvException(Throwable failure, String address, String what, int attempts) {
@@ -30,6 +82,11 @@ final class GrpcErrors {
         }
         Status status = Status.fromThrowable(failure);
         ErrorCode code = errorCodeOf(Status.trailersFromThrowable(failure));
+        SSLException tls = tlsFailure(failure);
+        if (tls != null && code == ErrorCode.ERROR_CODE_UNSPECIFIED) {
+            return new AuthenticationException(
+                    what + " failed: TLS handshake failed: " + describe(tls), address, failure);
+        }
         String message =
                 what
                         + " failed: "
@@ -52,6 +109,10 @@ final class GrpcErrors {
                 return new KvUnavailableException(message, address, attempts, failure);
             case FILTER_UNAVAILABLE:
                 return new FilterUnavailableException(message, address, failure);
+            case UNAUTHENTICATED:
+                return new AuthenticationException(message, address, failure);
+            case PERMISSION_DENIED:
+                return new PermissionDeniedException(message, address, failure);
             case ERROR_CODE_UNSPECIFIED:
                 return fromStatusOnly(status, message, address, attempts, failure);
             default:
@@ -68,6 +129,10 @@ final class GrpcErrors {
                 return new KvUnavailableException(message, address, attempts, failure);
             case RESOURCE_EXHAUSTED:
                 return new LimitExceededException(message, address, failure);
+            case UNAUTHENTICATED:
+                return new AuthenticationException(message, address, failure);
+            case PERMISSION_DENIED:
+                return new PermissionDeniedException(message, address, failure);
             case INVALID_ARGUMENT:
                 return new KvException(ErrorCode.INVALID_ARGUMENT, message, address, failure);
             default:

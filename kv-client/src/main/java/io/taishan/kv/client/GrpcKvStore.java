@@ -121,8 +121,13 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
      * @throws KvUnavailableException naming the addresses when no seed (or some node) answers
      *     within the configured timeout and attempts
      * @throws KvException when the nodes disagree about the cluster
+     * @throws AuthenticationException when the server does not accept the token, or the TLS
+     *     handshake fails
+     * @throws IllegalArgumentException naming the file when a TLS file of the config is missing,
+     *     unreadable or malformed
      */
     public static GrpcKvStore connect(KvClientConfig config) {
+        ChannelSecurity security = ChannelSecurity.of(config);
         ScheduledExecutorService scheduler =
                 Executors.newSingleThreadScheduledExecutor(
                         new ThreadFactoryBuilder()
@@ -133,7 +138,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         Map<String, KvNode.Connections> connections = new LinkedHashMap<>();
         try {
             ClusterDiscovery.Cluster cluster =
-                    ClusterDiscovery.discover(config, caller, connections);
+                    ClusterDiscovery.discover(config, security, caller, connections);
             for (KvNode.Connections c : connections.values()) {
                 if (cluster.nodes().stream().noneMatch(n -> n.connections() == c)) {
                     c.shutdownNow();

@@ -1,14 +1,22 @@
 package io.taishan.kv.client;
 
 import com.google.common.net.HostAndPort;
+import io.taishan.kv.client.internal.BearerTokens;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import javax.annotation.Nullable;
 
 /**
  * How the client reaches the service: seed addresses ({@code host:port}), the deadline of every
- * call, how often idempotent calls are retried, and how many connections each node gets for reads.
+ * call, how often idempotent calls are retried, how many connections each node gets for reads, and
+ * its credentials: TLS ({@link KvClientTls}) and a bearer token.
+ *
+ * <p>Two configs are equal when every setting is, the token included, so that a client shared by
+ * config (as the Flink backend shares one per TaskManager) is never shared across tokens. {@link
+ * #toString()} never shows the token.
  */
 public final class KvClientConfig {
     /**
@@ -27,6 +35,8 @@ public final class KvClientConfig {
     private final Duration initialBackoff;
     private final Duration maxBackoff;
     private final int readChannels;
+    @Nullable private final KvClientTls tls;
+    @Nullable private final String token;
 
     private KvClientConfig(Builder b) {
         this.addresses = List.copyOf(b.addresses);
@@ -35,6 +45,8 @@ public final class KvClientConfig {
         this.initialBackoff = b.initialBackoff;
         this.maxBackoff = b.maxBackoff;
         this.readChannels = b.readChannels;
+        this.tls = b.tls;
+        this.token = b.token;
     }
 
     /** {@code host:port[,host:port...]} */
@@ -108,6 +120,49 @@ public final class KvClientConfig {
         return readChannels;
     }
 
+    /** The TLS settings, or null for plaintext. */
+    @Nullable
+    public KvClientTls tls() {
+        return tls;
+    }
+
+    /** Whether every call carries a bearer token. */
+    public boolean hasToken() {
+        return token != null;
+    }
+
+    /** The bearer token; kept off the public API so that it is not passed around or printed. */
+    @Nullable
+    String token() {
+        return token;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof KvClientConfig other
+                && addresses.equals(other.addresses)
+                && requestTimeout.equals(other.requestTimeout)
+                && maxAttempts == other.maxAttempts
+                && initialBackoff.equals(other.initialBackoff)
+                && maxBackoff.equals(other.maxBackoff)
+                && readChannels == other.readChannels
+                && Objects.equals(tls, other.tls)
+                && Objects.equals(token, other.token);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(
+                addresses,
+                requestTimeout,
+                maxAttempts,
+                initialBackoff,
+                maxBackoff,
+                readChannels,
+                tls,
+                token);
+    }
+
     @Override
     public String toString() {
         return "KvClientConfig{addresses="
@@ -122,6 +177,9 @@ public final class KvClientConfig {
                 + maxBackoff
                 + ", readChannels="
                 + readChannels
+                + ", "
+                + (tls == null ? "plaintext" : tls)
+                + (token == null ? "" : ", token=<hidden>")
                 + '}';
     }
 
@@ -136,6 +194,8 @@ public final class KvClientConfig {
         private Duration initialBackoff = Duration.ofMillis(50);
         private Duration maxBackoff = Duration.ofSeconds(1);
         private int readChannels = DEFAULT_READ_CHANNELS;
+        @Nullable private KvClientTls tls;
+        @Nullable private String token;
 
         private Builder() {}
 
@@ -168,6 +228,38 @@ public final class KvClientConfig {
                         "read channels must be 1.." + MAX_READ_CHANNELS + ": " + channels);
             }
             this.readChannels = channels;
+            return this;
+        }
+
+        /** Speak TLS with these settings; null (the default) for plaintext. */
+        public Builder tls(@Nullable KvClientTls tls) {
+            this.tls = tls;
+            return this;
+        }
+
+        /**
+         * Sends this bearer token with every call (null: none). Without {@link #tls} it travels in
+         * clear text; the client logs a warning when it connects so.
+         */
+        public Builder token(@Nullable String token) {
+            if (token != null) {
+                String problem = BearerTokens.problemWith(token);
+                if (problem != null) {
+                    throw new IllegalArgumentException("bad kv-server token: " + problem);
+                }
+            }
+            this.token = token;
+            return this;
+        }
+
+        /**
+         * Reads the bearer token now from a file: its first line that is neither blank nor a {@code
+         * #} comment. A token rotated in the file reaches clients built after the change.
+         *
+         * @throws IllegalArgumentException naming the file if it cannot be read or holds no token
+         */
+        public Builder tokenFile(Path file) {
+            this.token = BearerTokens.readTokenFile(file, "kv-server token file");
             return this;
         }
 

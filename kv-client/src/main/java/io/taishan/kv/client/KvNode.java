@@ -56,12 +56,12 @@ record KvNode(int index, String address, Connections connections) {
          * The bulk channel and {@code readChannels} read channels, none connected yet (a channel
          * connects on its first call, or on {@link #connectReads}).
          */
-        static Connections open(String address, int readChannels) {
-            ManagedChannel bulk = openChannel(address);
+        static Connections open(String address, int readChannels, ChannelSecurity security) {
+            ManagedChannel bulk = openChannel(address, security);
             ManagedChannel[] reads = new ManagedChannel[readChannels];
             try {
                 for (int i = 0; i < readChannels; i++) {
-                    reads[i] = openChannel(address);
+                    reads[i] = openChannel(address, security);
                 }
             } catch (RuntimeException e) {
                 bulk.shutdownNow();
@@ -162,15 +162,16 @@ record KvNode(int index, String address, Connections connections) {
     }
 
     /**
-     * A plaintext channel to {@code host:port}. gRPC's own retries are off because {@link
-     * RetryingCaller} decides what may be retried (a write must never be), and the inbound size is
-     * not capped at gRPC's 4 MiB default because the server bounds its responses by its own limits
-     * (scan pages, multi-get batches).
+     * A channel to {@code host:port}, plaintext or TLS with the token as {@code security} says.
+     * gRPC's own retries are off because {@link RetryingCaller} decides what may be retried (a
+     * write must never be), and the inbound size is not capped at gRPC's 4 MiB default because the
+     * server bounds its responses by its own limits (scan pages, multi-get batches).
      */
-    static ManagedChannel openChannel(String address) {
+    static ManagedChannel openChannel(String address, ChannelSecurity security) {
         HostAndPort hostAndPort = HostAndPort.fromString(address);
-        return NettyChannelBuilder.forAddress(hostAndPort.getHost(), hostAndPort.getPort())
-                .usePlaintext()
+        return security.apply(
+                        NettyChannelBuilder.forAddress(
+                                hostAndPort.getHost(), hostAndPort.getPort()))
                 .disableRetry()
                 .maxInboundMessageSize(Integer.MAX_VALUE)
                 .flowControlWindow(Connections.FLOW_CONTROL_WINDOW_BYTES)

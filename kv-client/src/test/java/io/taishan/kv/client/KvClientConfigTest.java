@@ -3,8 +3,12 @@ package io.taishan.kv.client;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -68,5 +72,63 @@ class KvClientConfigTest {
                 .isEqualTo(KvClientConfig.DEFAULT_READ_CHANNELS);
         assertThat(KvClientConfig.forAddresses("a:1").readChannels(3).build().readChannels())
                 .isEqualTo(3);
+    }
+
+    @Test
+    void theTokenIsNeverPrintedButTellsConfigsApart() {
+        String token = "s3cr3t-0123456789abcdef";
+        KvClientConfig withToken =
+                KvClientConfig.forAddresses("a:1")
+                        .tls(KvClientTls.trusting(Path.of("/ca.pem")))
+                        .token(token)
+                        .build();
+        assertThat(withToken.toString())
+                .doesNotContain(token)
+                .contains("token=<hidden>")
+                .contains("trust=/ca.pem");
+        assertThat(withToken.hasToken()).isTrue();
+        assertThat(withToken)
+                .isEqualTo(
+                        KvClientConfig.forAddresses("a:1")
+                                .tls(KvClientTls.trusting(Path.of("/ca.pem")))
+                                .token(token)
+                                .build());
+        // Two jobs with different tokens must never share one client.
+        assertThat(withToken)
+                .isNotEqualTo(
+                        KvClientConfig.forAddresses("a:1")
+                                .tls(KvClientTls.trusting(Path.of("/ca.pem")))
+                                .token(token + "x")
+                                .build());
+        assertThat(withToken.toString())
+                .isEqualTo(
+                        KvClientConfig.forAddresses("a:1")
+                                .tls(KvClientTls.trusting(Path.of("/ca.pem")))
+                                .token(token + "x")
+                                .build()
+                                .toString());
+        assertThat(KvClientConfig.forAddresses("a:1").build().toString()).contains("plaintext");
+    }
+
+    @Test
+    void aTokenFileGivesItsFirstLineThatIsNotAComment(@TempDir Path dir) throws IOException {
+        Path file = dir.resolve("token");
+        Files.writeString(file, "# rotated 2026-12-01\n\n  abcdefghijklmnop-token  \nignored\n");
+        KvClientConfig config = KvClientConfig.forAddresses("a:1").tokenFile(file).build();
+        assertThat(config.token()).isEqualTo("abcdefghijklmnop-token");
+
+        Files.writeString(file, "# nothing\n");
+        assertThatThrownBy(() -> KvClientConfig.forAddresses("a:1").tokenFile(file))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("kv-server token file " + file + " holds no token");
+        Files.writeString(file, "two words\n");
+        assertThatThrownBy(() -> KvClientConfig.forAddresses("a:1").tokenFile(file))
+                .hasMessageContaining("visible ASCII (no spaces) at position 4")
+                .hasMessageNotContaining("words");
+        assertThatThrownBy(
+                        () -> KvClientConfig.forAddresses("a:1").tokenFile(dir.resolve("missing")))
+                .hasMessageContaining("cannot be read: java.nio.file.NoSuchFileException");
+        assertThatThrownBy(() -> KvClientConfig.forAddresses("a:1").token("bad token"))
+                .isInstanceOf(IllegalArgumentException.class);
     }
 }

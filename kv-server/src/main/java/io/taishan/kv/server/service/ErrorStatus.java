@@ -31,6 +31,8 @@ final class ErrorStatus {
             case INVALID_ARGUMENT -> Status.INVALID_ARGUMENT;
             case SHUTTING_DOWN -> Status.UNAVAILABLE;
             case FILTER_UNAVAILABLE -> Status.UNAVAILABLE;
+            case UNAUTHENTICATED -> Status.UNAUTHENTICATED;
+            case PERMISSION_DENIED -> Status.PERMISSION_DENIED;
             case STORAGE_ERROR, ERROR_CODE_UNSPECIFIED, UNRECOGNIZED -> Status.INTERNAL;
         };
     }
