@@ -1,5 +1,7 @@
 package io.taishan.kv.server;
 
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 
@@ -67,6 +69,20 @@ final class ConfigValues {
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException(
                     "bad number for '" + key + "': '" + value + "' (expected e.g. 0.01)");
+        }
+    }
+
+    /** A file's path; whether the file is there is checked when the server starts. */
+    static Path path(String key, String value) {
+        String v = value.trim();
+        if (v.isEmpty()) {
+            throw new IllegalArgumentException("empty path for '" + key + "'");
+        }
+        try {
+            return Path.of(v);
+        } catch (InvalidPathException e) {
+            throw new IllegalArgumentException(
+                    "bad path for '" + key + "': '" + value + "': " + e.getReason());
         }
     }
 

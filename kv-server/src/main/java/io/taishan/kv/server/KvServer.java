@@ -1,8 +1,14 @@
 package io.taishan.kv.server;
 
 import io.grpc.Server;
+import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.util.MutableHandlerRegistry;
+import io.taishan.kv.server.security.AuthInterceptor;
+import io.taishan.kv.server.security.SecurityOptions;
+import io.taishan.kv.server.security.ServerTls;
+import io.taishan.kv.server.security.TokenStore;
 import io.taishan.kv.server.service.CallExecutors;
 import io.taishan.kv.server.service.ClusterView;
 import io.taishan.kv.server.service.KvServiceImpl;
@@ -20,6 +26,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
+import javax.annotation.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,6 +51,7 @@ public final class KvServer implements AutoCloseable {
     private final KvServiceImpl service;
     private final ExpirySweeper expiry;
     private final CallExecutors calls;
+    @Nullable private final TokenStore tokens;
     private final Server grpcServer;
     private final String address;
     private final Object closeLock = new Object();
@@ -55,6 +63,7 @@ public final class KvServer implements AutoCloseable {
             KvServiceImpl service,
             ExpirySweeper expiry,
             CallExecutors calls,
+            @Nullable TokenStore tokens,
             Server grpcServer,
             String address) {
         this.config = config;
@@ -62,6 +71,7 @@ public final class KvServer implements AutoCloseable {
         this.service = service;
         this.expiry = expiry;
         this.calls = calls;
+        this.tokens = tokens;
         this.grpcServer = grpcServer;
         this.address = address;
     }
@@ -70,7 +80,8 @@ public final class KvServer implements AutoCloseable {
      * Opens the data directory, binds the port and serves.
      *
      * @throws KvServerStartupException with a one-line reason (data dir unusable or in use, port
-     *     taken, host unknown)
+     *     taken, host unknown, a TLS or token file missing, unreadable or malformed, a key that
+     *     does not match its certificate)
      */
     public static KvServer start(KvServerConfig config) {
         Path dataDir = Objects.requireNonNull(config.dataDir(), "the config has no data dir");
@@ -80,10 +91,28 @@ public final class KvServer implements AutoCloseable {
         } catch (UnknownHostException e) {
             throw new KvServerStartupException("unknown host '" + config.host() + "'", e);
         }
+        SecurityOptions security = config.security();
+        // Before the data dir is locked: a bad file is the operator's to fix, nothing to clean up.
+        SslContext ssl;
+        try {
+            ssl = security.tls() ? ServerTls.sslContext(security) : null;
+        } catch (IllegalArgumentException e) {
+            throw new KvServerStartupException(e.getMessage(), e);
+        }
+        TokenStore tokens;
+        try {
+            tokens =
+                    security.tokens()
+                            ? TokenStore.open(security.tokenFile(), security.tokenReloadInterval())
+                            : null;
+        } catch (IllegalArgumentException e) {
+            throw new KvServerStartupException(e.getMessage(), e);
+        }
         StorageEngine storage;
         try {
             storage = StorageEngine.open(config.storageOptions(dataDir));
         } catch (StorageStartupException e) {
+            closeQuietly(tokens);
             throw new KvServerStartupException(e.getMessage(), e);
         }
         MutableHandlerRegistry registry = new MutableHandlerRegistry();
@@ -92,24 +121,28 @@ public final class KvServer implements AutoCloseable {
         String bindAddress = config.host() + ":" + config.port();
         try {
             InetSocketAddress bind = new InetSocketAddress(bindHost, config.port());
-            grpc =
+            NettyServerBuilder builder =
                     NettyServerBuilder.forAddress(bind)
                             .fallbackHandlerRegistry(registry)
                             .maxInboundMessageSize(inboundLimit(config))
                             .flowControlWindow(FLOW_CONTROL_WINDOW_BYTES)
                             // Calls run on the event loop unless CallExecutors moves them.
                             .directExecutor()
-                            .callExecutor(calls)
-                            .build()
-                            .start();
+                            .callExecutor(calls);
+            if (ssl != null) {
+                builder.sslContext(ssl);
+            }
+            grpc = builder.build().start();
         } catch (IOException e) {
             calls.close();
+            closeQuietly(tokens);
             storage.close();
             String why =
                     isBindFailure(e) ? "address already in use or not available" : e.toString();
             throw new KvServerStartupException("cannot listen on " + bindAddress + ": " + why, e);
         } catch (RuntimeException e) {
             calls.close();
+            closeQuietly(tokens);
             storage.close();
             throw new KvServerStartupException(
                     "cannot listen on " + bindAddress + ": " + e.getMessage(), e);
@@ -129,19 +162,45 @@ public final class KvServer implements AutoCloseable {
         KvServiceImpl service =
                 new KvServiceImpl(
                         storage, new ClusterView(nodes, index), config.limits(), version(), calls);
-        registry.addService(service);
+        registry.addService(
+                tokens == null
+                        ? service.bindService()
+                        : ServerInterceptors.intercept(service, new AuthInterceptor(tokens)));
         LOG.info(
-                "kv-server node {} of {} listening on {} with data in {} (WAL {})",
+                "kv-server node {} of {} listening on {} with data in {} (WAL {}; {})",
                 index,
                 nodes.size(),
                 self,
                 dataDir.toAbsolutePath(),
-                config.walMode());
+                config.walMode(),
+                security);
+        if (tokens != null) {
+            LOG.info(
+                    "{} credential(s) from {}, {} of them admin",
+                    tokens.current().size(),
+                    tokens.file(),
+                    tokens.current().adminCount());
+            if (ssl == null) {
+                LOG.warn(
+                        "auth.token-file is set without TLS: bearer tokens cross the network in"
+                                + " clear text. Set tls.cert-file and tls.key-file.");
+            }
+        } else if (security.mutualTls()) {
+            LOG.info(
+                    "Mutual TLS without auth.token-file: every client with a certificate from"
+                            + " tls.client-ca-file may do everything");
+        }
         ExpirySweeper expiry =
                 new ExpirySweeper(
                         storage, config.ttlSweepInterval(), config.ttlSweepBytesPerSecond());
         expiry.start();
-        return new KvServer(config, storage, service, expiry, calls, grpc, self);
+        return new KvServer(config, storage, service, expiry, calls, tokens, grpc, self);
+    }
+
+    private static void closeQuietly(@Nullable TokenStore tokens) {
+        if (tokens != null) {
+            tokens.close();
+        }
     }
 
     /** Lets requests up to the limit reach our own check, which names the limit. */
@@ -236,6 +295,7 @@ public final class KvServer implements AutoCloseable {
         expiry.close();
         service.close();
         calls.close();
+        closeQuietly(tokens);
         storage.close();
         LOG.info("kv-server {} stopped", address);
     }

@@ -1,6 +1,7 @@
 package io.taishan.kv.server;
 
 import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.StorageOptions;
 import io.taishan.kv.server.storage.WalMode;
@@ -35,6 +36,7 @@ public final class KvServerConfig {
     private final Duration shutdownGrace;
     private final Duration ttlSweepInterval;
     private final long ttlSweepBytesPerSecond;
+    private final SecurityOptions security;
 
     private KvServerConfig(Builder b) {
         this.host = b.host;
@@ -71,6 +73,7 @@ public final class KvServerConfig {
         this.shutdownGrace = b.shutdownGrace;
         this.ttlSweepInterval = b.ttlSweepInterval;
         this.ttlSweepBytesPerSecond = b.ttlSweepBytesPerSecond;
+        this.security = b.security();
     }
 
     public static Builder builder() {
@@ -98,6 +101,7 @@ public final class KvServerConfig {
         b.shutdownGrace = shutdownGrace;
         b.ttlSweepInterval = ttlSweepInterval;
         b.ttlSweepBytesPerSecond = ttlSweepBytesPerSecond;
+        b.security(security);
         return b;
     }
 
@@ -161,6 +165,11 @@ public final class KvServerConfig {
         return storage.filters();
     }
 
+    /** TLS and token authentication (the {@code tls.*} and {@code auth.*} keys). */
+    public SecurityOptions security() {
+        return security;
+    }
+
     @Override
     public String toString() {
         return "KvServerConfig{host="
@@ -179,6 +188,8 @@ public final class KvServerConfig {
                 + storage
                 + ", shutdownGrace="
                 + shutdownGrace
+                + ", security="
+                + security
                 + '}';
     }
 
@@ -213,6 +224,11 @@ public final class KvServerConfig {
         private Duration shutdownGrace = Duration.ofSeconds(10);
         private Duration ttlSweepInterval = Duration.ofMinutes(1);
         private long ttlSweepBytesPerSecond = 32L << 20;
+        @Nullable private Path tlsCertFile;
+        @Nullable private Path tlsKeyFile;
+        @Nullable private Path tlsClientCaFile;
+        @Nullable private Path authTokenFile;
+        private Duration authReloadInterval = SecurityOptions.DEFAULT_RELOAD_INTERVAL;
 
         private Builder() {
             StorageOptions d = StorageOptions.defaults(Path.of("."));
@@ -360,6 +376,51 @@ public final class KvServerConfig {
             return this;
         }
 
+        /** The node's certificate chain (PEM); with {@link #tlsKeyFile}, the node speaks TLS. */
+        public Builder tlsCertFile(@Nullable Path file) {
+            this.tlsCertFile = file;
+            return this;
+        }
+
+        /** The private key of {@link #tlsCertFile} (unencrypted PKCS#8 PEM). */
+        public Builder tlsKeyFile(@Nullable Path file) {
+            this.tlsKeyFile = file;
+            return this;
+        }
+
+        /** CA certificate(s) (PEM) that every client's certificate must chain to: mutual TLS. */
+        public Builder tlsClientCaFile(@Nullable Path file) {
+            this.tlsClientCaFile = file;
+            return this;
+        }
+
+        /** The credentials file; every call but Health then needs one of its tokens. */
+        public Builder authTokenFile(@Nullable Path file) {
+            this.authTokenFile = file;
+            return this;
+        }
+
+        /** How often the token file is checked for changes (zero: never). */
+        public Builder authReloadInterval(Duration d) {
+            this.authReloadInterval = Objects.requireNonNull(d);
+            return this;
+        }
+
+        /** All the {@code tls.*} and {@code auth.*} settings at once. */
+        public Builder security(SecurityOptions options) {
+            tlsCertFile = options.certFile();
+            tlsKeyFile = options.keyFile();
+            tlsClientCaFile = options.clientCaFile();
+            authTokenFile = options.tokenFile();
+            authReloadInterval = options.tokenReloadInterval();
+            return this;
+        }
+
+        private SecurityOptions security() {
+            return new SecurityOptions(
+                    tlsCertFile, tlsKeyFile, tlsClientCaFile, authTokenFile, authReloadInterval);
+        }
+
         public Builder shutdownGrace(Duration d) {
             this.shutdownGrace = Objects.requireNonNull(d);
             return this;
@@ -416,6 +477,12 @@ public final class KvServerConfig {
                             filterRebuildBytesPerSecond = ConfigValues.bytes(key, v);
                     case "filter.max-concurrent-fetches" ->
                             filterMaxConcurrentFetches = ConfigValues.integer(key, v);
+                    case "tls.cert-file" -> tlsCertFile(ConfigValues.path(key, v));
+                    case "tls.key-file" -> tlsKeyFile(ConfigValues.path(key, v));
+                    case "tls.client-ca-file" -> tlsClientCaFile(ConfigValues.path(key, v));
+                    case "auth.token-file" -> authTokenFile(ConfigValues.path(key, v));
+                    case "auth.reload-interval" ->
+                            authReloadInterval(ConfigValues.duration(key, v));
                     default ->
                             throw new IllegalArgumentException("unknown config key '" + key + "'");
                 }
@@ -506,6 +573,7 @@ public final class KvServerConfig {
             if (shardIdleClose.isNegative() || shutdownGrace.isNegative()) {
                 throw new IllegalArgumentException("durations must not be negative");
             }
+            security().validate();
             return new KvServerConfig(this);
         }
 

@@ -9,17 +9,20 @@ import java.nio.file.Path;
 import java.util.Properties;
 
 /**
- * {@code taishan-kv-server --port P --data-dir D [--host H] [--config FILE]}: serves until SIGTERM,
- * then shuts down gracefully (flushes every shard). Prints exactly one line to stdout, {@code
- * LISTENING host:port}, once it serves. Bad arguments or config exit with 2, a failed start with 1,
- * each with a one-line reason on stderr.
+ * {@code taishan-kv-server --port P --data-dir D [--host H] [--config FILE] [--tls-cert-file F
+ * --tls-key-file F [--tls-client-ca-file F]] [--auth-token-file F]}: serves until SIGTERM, then
+ * shuts down gracefully (flushes every shard). Prints exactly one line to stdout, {@code LISTENING
+ * host:port}, once it serves. Bad arguments or config exit with 2, a failed start with 1, each with
+ * a one-line reason on stderr.
  */
 public final class KvServerMain {
     static final int EXIT_FAILED_START = 1;
     static final int EXIT_USAGE = 2;
 
     private static final String USAGE =
-            "usage: taishan-kv-server --port P --data-dir D [--host H] [--config FILE]";
+            "usage: taishan-kv-server --port P --data-dir D [--host H] [--config FILE]\n"
+                    + "       [--tls-cert-file PEM --tls-key-file PEM [--tls-client-ca-file PEM]]"
+                    + " [--auth-token-file FILE]";
 
     private KvServerMain() {}
 
@@ -79,6 +82,10 @@ public final class KvServerMain {
         Integer port = null;
         Path dataDir = null;
         Path configFile = null;
+        Path certFile = null;
+        Path keyFile = null;
+        Path clientCaFile = null;
+        Path tokenFile = null;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             switch (arg) {
@@ -89,6 +96,10 @@ public final class KvServerMain {
                 case "--port" -> port = portValue(value(args, ++i, arg));
                 case "--data-dir" -> dataDir = Path.of(value(args, ++i, arg));
                 case "--config" -> configFile = Path.of(value(args, ++i, arg));
+                case "--tls-cert-file" -> certFile = Path.of(value(args, ++i, arg));
+                case "--tls-key-file" -> keyFile = Path.of(value(args, ++i, arg));
+                case "--tls-client-ca-file" -> clientCaFile = Path.of(value(args, ++i, arg));
+                case "--auth-token-file" -> tokenFile = Path.of(value(args, ++i, arg));
                 default -> throw new UsageException("unknown argument '" + arg + "'");
             }
         }
@@ -104,6 +115,18 @@ public final class KvServerMain {
         }
         if (dataDir != null) {
             b.dataDir(dataDir);
+        }
+        if (certFile != null) {
+            b.tlsCertFile(certFile);
+        }
+        if (keyFile != null) {
+            b.tlsKeyFile(keyFile);
+        }
+        if (clientCaFile != null) {
+            b.tlsClientCaFile(clientCaFile);
+        }
+        if (tokenFile != null) {
+            b.authTokenFile(tokenFile);
         }
         KvServerConfig config = b.build();
         if (config.dataDir() == null) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.WalMode;
 import java.io.ByteArrayOutputStream;
@@ -150,6 +151,11 @@ class KvServerMainTest {
                         "filter.rebuild-threads = 2",
                         "filter.rebuild-bytes-per-second = 32m",
                         "filter.max-concurrent-fetches = 3",
+                        "tls.cert-file = /etc/taishan/node.pem",
+                        "tls.key-file = /etc/taishan/node.key",
+                        "tls.client-ca-file = /etc/taishan/clients-ca.pem",
+                        "auth.token-file = /etc/taishan/tokens",
+                        "auth.reload-interval = 30s",
                         ""));
         KvServerConfig c =
                 KvServerMain.parse(
@@ -176,7 +182,77 @@ class KvServerMainTest {
         assertThat(c.ttlSweepBytesPerSecond()).isEqualTo(8L << 20);
         assertThat(c.filters())
                 .isEqualTo(new FilterOptions(0.001, 16L << 20, 128L << 20, 2, 32L << 20, 3));
+        assertThat(c.security())
+                .isEqualTo(
+                        new SecurityOptions(
+                                Path.of("/etc/taishan/node.pem"),
+                                Path.of("/etc/taishan/node.key"),
+                                Path.of("/etc/taishan/clients-ca.pem"),
+                                Path.of("/etc/taishan/tokens"),
+                                Duration.ofSeconds(30)));
         assertThat(KvServerMain.parse(new String[] {"--help"})).isNull();
+    }
+
+    @Test
+    void securityFlagsOverrideTheConfigFile() throws IOException {
+        Path conf = dir.resolve("server.properties");
+        Files.writeString(
+                conf,
+                "port = 1\ntls.cert-file = /file/c.pem\ntls.key-file = /file/k.pem\n"
+                        + "auth.token-file = /file/tokens\n");
+        KvServerConfig c =
+                KvServerMain.parse(
+                        new String[] {
+                            "--config", conf.toString(),
+                            "--data-dir", "/d",
+                            "--tls-cert-file", "/cli/c.pem",
+                            "--tls-key-file", "/cli/k.pem",
+                            "--tls-client-ca-file", "/cli/ca.pem",
+                            "--auth-token-file", "/cli/tokens"
+                        });
+        assertThat(c.security())
+                .isEqualTo(
+                        new SecurityOptions(
+                                Path.of("/cli/c.pem"),
+                                Path.of("/cli/k.pem"),
+                                Path.of("/cli/ca.pem"),
+                                Path.of("/cli/tokens"),
+                                SecurityOptions.DEFAULT_RELOAD_INTERVAL));
+        assertThat(KvServerConfig.builder().build().security()).isEqualTo(SecurityOptions.NONE);
+        assertThat(
+                        run(
+                                "--port",
+                                "0",
+                                "--data-dir",
+                                dir.resolve("d").toString(),
+                                "--tls-cert-file",
+                                "/no/such.pem"))
+                .isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err())
+                .startsWith(
+                        "taishan-kv-server: bad config: tls.cert-file and tls.key-file must be set"
+                                + " together");
+    }
+
+    @Test
+    void aMissingPemFileFailsTheStartWithOneLine() {
+        int code =
+                run(
+                        "--port",
+                        "0",
+                        "--data-dir",
+                        dir.resolve("d").toString(),
+                        "--tls-cert-file",
+                        "/no/such.pem",
+                        "--tls-key-file",
+                        "/no/such.key");
+        assertThat(code).isEqualTo(KvServerMain.EXIT_FAILED_START);
+        assertThat(err().lines())
+                .singleElement()
+                .asString()
+                .startsWith(
+                        "taishan-kv-server: cannot start: tls.cert-file /no/such.pem cannot be"
+                                + " read: java.nio.file.NoSuchFileException");
     }
 
     @Test

@@ -1,5 +1,7 @@
 package io.taishan.kv.server.admin;
 
+import io.taishan.kv.client.KvClientTls;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,6 +10,9 @@ import javax.annotation.Nullable;
 /**
  * The parsed command line. Options may stand anywhere among the operands, as operators type them
  * after the fact ({@code drop-table t --yes}).
+ *
+ * @param tls null for plaintext
+ * @param tokenFile the bearer token's file, or null (then {@code TAISHAN_KV_TOKEN}, if set)
  */
 record AdminArgs(
         String addresses,
@@ -16,7 +21,9 @@ record AdminArgs(
         List<String> operands,
         @Nullable Integer shard,
         boolean yes,
-        @Nullable GcOptions gc) {
+        @Nullable GcOptions gc,
+        @Nullable KvClientTls tls,
+        @Nullable Path tokenFile) {
 
     static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
 
@@ -28,6 +35,11 @@ record AdminArgs(
         Integer shard = null;
         boolean yes = false;
         GcOptions.Builder gc = new GcOptions.Builder();
+        boolean tls = false;
+        Path trustCertFile = null;
+        Path certFile = null;
+        Path keyFile = null;
+        Path tokenFile = null;
         List<String> positional = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
@@ -45,6 +57,11 @@ record AdminArgs(
                 case "--keep-none" -> gc.keepNone();
                 case "--table-prefix" -> gc.tablePrefix(value(args, ++i, arg));
                 case "--min-idle" -> gc.minIdle(value(args, ++i, arg));
+                case "--tls" -> tls = true;
+                case "--tls-trust-cert-file" -> trustCertFile = Path.of(value(args, ++i, arg));
+                case "--tls-cert-file" -> certFile = Path.of(value(args, ++i, arg));
+                case "--tls-key-file" -> keyFile = Path.of(value(args, ++i, arg));
+                case "--token-file" -> tokenFile = Path.of(value(args, ++i, arg));
                 default -> {
                     if (arg.startsWith("-")) {
                         throw new AdminUsageException("unknown option '" + arg + "'");
@@ -80,6 +97,19 @@ record AdminArgs(
                     "--keep, --kept-snapshots, --keep-none, --table-prefix and --min-idle only"
                             + " apply to gc");
         }
+        if ((certFile == null) != (keyFile == null)) {
+            throw new AdminUsageException("--tls-cert-file and --tls-key-file go together");
+        }
+        KvClientTls clientTls = null;
+        if (tls || trustCertFile != null || certFile != null) {
+            clientTls =
+                    trustCertFile == null
+                            ? KvClientTls.systemTrust()
+                            : KvClientTls.trusting(trustCertFile);
+            if (certFile != null) {
+                clientTls = clientTls.withClientCertificate(certFile, keyFile);
+            }
+        }
         AdminArgs parsed =
                 new AdminArgs(
                         addresses,
@@ -88,7 +118,9 @@ record AdminArgs(
                         operands,
                         shard,
                         yes,
-                        command == AdminCommand.GC ? gc.build() : null);
+                        command == AdminCommand.GC ? gc.build() : null,
+                        clientTls,
+                        tokenFile);
         // Checked now so that a typo fails before anything connects.
         if (command.operands().contains("shard")) {
             parsed.shardOperand();

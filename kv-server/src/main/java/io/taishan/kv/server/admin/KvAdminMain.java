@@ -1,15 +1,18 @@
 package io.taishan.kv.server.admin;
 
+import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvUnavailableException;
 import java.io.PrintStream;
+import java.util.Map;
 
 /**
- * {@code taishan-kv-admin --address host:port[,host:port] <command>}: what an operator needs to see
- * and clean up on a kv-server cluster, chiefly the pinned snapshots of native savepoints (Flink
- * never tells a backend a savepoint was disposed) and the tables of finished jobs.
+ * {@code taishan-kv-admin --address host:port[,host:port] [TLS and token options] <command>}: what
+ * an operator needs to see and clean up on a kv-server cluster, chiefly the pinned snapshots of
+ * native savepoints (Flink never tells a backend a savepoint was disposed) and the tables of
+ * finished jobs.
  *
  * <p>Tables go to stdout. A failure is one line on stderr with exit code 1 (including a node that
  * is not serving, for {@code health}), a bad command line exits 2, and a drop command without
@@ -19,6 +22,9 @@ public final class KvAdminMain {
     static final int EXIT_USAGE = 2;
 
     private static final String NAME = "taishan-kv-admin";
+
+    /** The token, when no --token-file is given: an argument would show in {@code ps}. */
+    static final String TOKEN_ENV = "TAISHAN_KV_TOKEN";
 
     private KvAdminMain() {}
 
@@ -33,6 +39,11 @@ public final class KvAdminMain {
 
     /** Runs one command; returns the exit code. */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        return run(args, System.getenv(), out, err);
+    }
+
+    /** With the environment given, for tests. */
+    static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
         AdminArgs parsed;
         KvClientConfig config;
         try {
@@ -41,7 +52,7 @@ public final class KvAdminMain {
                 out.print(usage());
                 return AdminCommands.EXIT_OK;
             }
-            config = clientConfig(parsed);
+            config = clientConfig(parsed, env);
         } catch (AdminUsageException | IllegalArgumentException e) {
             err.println(NAME + ": " + e.getMessage());
             err.print(usage());
@@ -50,8 +61,15 @@ public final class KvAdminMain {
         GrpcKvStore kv;
         try {
             kv = GrpcKvStore.connect(config);
+        } catch (AuthenticationException e) {
+            err.println(NAME + ": not accepted by " + parsed.addresses() + ": " + oneLine(e));
+            return AdminCommands.EXIT_FAILED;
         } catch (KvException e) {
             err.println(NAME + ": cannot reach " + parsed.addresses() + ": " + oneLine(e));
+            return AdminCommands.EXIT_FAILED;
+        } catch (IllegalArgumentException e) {
+            // A TLS file that is missing or malformed: found when connecting.
+            err.println(NAME + ": " + e.getMessage());
             return AdminCommands.EXIT_FAILED;
         }
         try (kv) {
@@ -72,11 +90,19 @@ public final class KvAdminMain {
      * One attempt more than none: an admin command is run by hand, so a dead address should be
      * reported within about two timeouts rather than after the client's default back-off.
      */
-    private static KvClientConfig clientConfig(AdminArgs args) {
-        return KvClientConfig.forAddresses(args.addresses())
-                .requestTimeout(args.timeout())
-                .maxAttempts(2)
-                .build();
+    private static KvClientConfig clientConfig(AdminArgs args, Map<String, String> env) {
+        KvClientConfig.Builder config =
+                KvClientConfig.forAddresses(args.addresses())
+                        .requestTimeout(args.timeout())
+                        .maxAttempts(2)
+                        .tls(args.tls());
+        String envToken = env.get(TOKEN_ENV);
+        if (args.tokenFile() != null) {
+            config.tokenFile(args.tokenFile());
+        } else if (envToken != null && !envToken.isBlank()) {
+            config.token(envToken.trim());
+        }
+        return config.build();
     }
 
     private static String oneLine(Exception e) {
@@ -89,6 +115,10 @@ public final class KvAdminMain {
         text.append("usage: ")
                 .append(NAME)
                 .append(" --address host:port[,host:port] [--timeout-ms N] <command>\n")
+                .append(
+                        "  [--tls] [--tls-trust-cert-file PEM] [--tls-cert-file PEM --tls-key-file PEM]")
+                .append(" [--token-file FILE]\n")
+                .append("  (the token also from $" + TOKEN_ENV + ")\n")
                 .append("commands:\n");
         for (AdminCommand command : AdminCommand.values()) {
             text.append("  ").append(command.synopsis()).append('\n');

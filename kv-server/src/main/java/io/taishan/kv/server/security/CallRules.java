@@ -1,0 +1,118 @@
+package io.taishan.kv.server.security;
+
+import io.grpc.MethodDescriptor;
+import io.taishan.kv.proto.CreateTableRequest;
+import io.taishan.kv.proto.DescribeShardsRequest;
+import io.taishan.kv.proto.DescribeTableRequest;
+import io.taishan.kv.proto.DropSnapshotRequest;
+import io.taishan.kv.proto.DropSnapshotsBelowRequest;
+import io.taishan.kv.proto.DropTableRequest;
+import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.GetRequest;
+import io.taishan.kv.proto.KvServiceGrpc;
+import io.taishan.kv.proto.ListSnapshotsRequest;
+import io.taishan.kv.proto.MultiGetRequest;
+import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.RegisterTtlStatesRequest;
+import io.taishan.kv.proto.ReportTtlTimeRequest;
+import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.ScanRequest;
+import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.WriteRequest;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import javax.annotation.Nullable;
+
+/**
+ * What each RPC needs from its caller's credential, by method. Every method of {@code KvService} is
+ * listed; one added to the protocol but not here is refused to every credential but an admin's (and
+ * a test fails until it is classified), so a new call never slips past the check.
+ *
+ * <ul>
+ *   <li>{@code Health}: nothing, not even a token, so that liveness probes need no secret. It tells
+ *       a node's status, counts, uptime and version, never a table name or data.
+ *   <li>{@code ClusterInfo}: any valid token (the node list and limits, which every client needs to
+ *       route).
+ *   <li>{@code ListTables}: any valid token; the answer holds only the tables it covers.
+ *   <li>Every other call names its table(s) in the request; each must be covered by the token's
+ *       prefixes. {@code Clone} names two (the source read, the target written), so restoring a job
+ *       from another job's snapshots needs a token that covers both.
+ * </ul>
+ */
+final class CallRules {
+    enum Kind {
+        OPEN,
+        ANY_CREDENTIAL,
+        LIST_TABLES,
+        TABLES,
+        ADMIN_ONLY
+    }
+
+    /** The rule of one method; {@link #tablesOf} for {@link Kind#TABLES} only. */
+    record Rule(Kind kind, @Nullable Function<Object, List<String>> tables) {
+        List<String> tablesOf(Object request) {
+            return tables.apply(request);
+        }
+    }
+
+    static final Rule ADMIN_ONLY = new Rule(Kind.ADMIN_ONLY, null);
+
+    private static final Map<String, Rule> RULES = new HashMap<>();
+
+    static {
+        plain(KvServiceGrpc.getHealthMethod(), Kind.OPEN);
+        plain(KvServiceGrpc.getClusterInfoMethod(), Kind.ANY_CREDENTIAL);
+        plain(KvServiceGrpc.getListTablesMethod(), Kind.LIST_TABLES);
+        table(KvServiceGrpc.getCreateTableMethod(), CreateTableRequest::getName);
+        table(KvServiceGrpc.getDescribeTableMethod(), DescribeTableRequest::getName);
+        table(KvServiceGrpc.getDropTableMethod(), DropTableRequest::getName);
+        table(KvServiceGrpc.getOpenShardMethod(), OpenShardRequest::getTable);
+        table(KvServiceGrpc.getGetMethod(), GetRequest::getTable);
+        table(KvServiceGrpc.getMultiGetMethod(), MultiGetRequest::getTable);
+        table(KvServiceGrpc.getScanMethod(), ScanRequest::getTable);
+        table(KvServiceGrpc.getWriteMethod(), WriteRequest::getTable);
+        table(KvServiceGrpc.getSnapshotMethod(), SnapshotRequest::getTable);
+        table(KvServiceGrpc.getRestoreMethod(), RestoreRequest::getTable);
+        tables(
+                KvServiceGrpc.getCloneMethod(),
+                r -> List.of(r.getSourceTable(), r.getTargetTable()));
+        table(KvServiceGrpc.getListSnapshotsMethod(), ListSnapshotsRequest::getTable);
+        table(KvServiceGrpc.getDropSnapshotMethod(), DropSnapshotRequest::getTable);
+        table(KvServiceGrpc.getDropSnapshotsBelowMethod(), DropSnapshotsBelowRequest::getTable);
+        table(KvServiceGrpc.getFetchFilterMethod(), FetchFilterRequest::getTable);
+        table(KvServiceGrpc.getDescribeShardsMethod(), DescribeShardsRequest::getTable);
+        table(KvServiceGrpc.getRegisterTtlStatesMethod(), RegisterTtlStatesRequest::getTable);
+        table(KvServiceGrpc.getReportTtlTimeMethod(), ReportTtlTimeRequest::getTable);
+    }
+
+    private CallRules() {}
+
+    /** The rule of a method by its full name; {@link #ADMIN_ONLY} for one not classified. */
+    static Rule of(String fullMethodName) {
+        Rule rule = RULES.get(fullMethodName);
+        return rule == null ? ADMIN_ONLY : rule;
+    }
+
+    /** Whether the method is classified (a test checks every method of the service is). */
+    static boolean classifies(String fullMethodName) {
+        return RULES.containsKey(fullMethodName);
+    }
+
+    private static void plain(MethodDescriptor<?, ?> method, Kind kind) {
+        RULES.put(method.getFullMethodName(), new Rule(kind, null));
+    }
+
+    private static <Q> void table(MethodDescriptor<Q, ?> method, Function<Q, String> table) {
+        tables(method, request -> List.of(table.apply(request)));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <Q> void tables(
+            MethodDescriptor<Q, ?> method, Function<Q, List<String>> tables) {
+        RULES.put(
+                method.getFullMethodName(),
+                new Rule(Kind.TABLES, request -> tables.apply((Q) request)));
+    }
+}
