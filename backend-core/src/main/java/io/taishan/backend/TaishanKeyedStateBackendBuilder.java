@@ -20,6 +20,7 @@ import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.cache.CacheType;
 import io.taishan.cache.StateCacheRegistry;
+import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
@@ -326,6 +327,16 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
         long start = System.nanoTime();
         try {
             return SharedKvStores.acquire(clientConfig);
+        } catch (AuthenticationException e) {
+            // It answered: a wrong token or TLS setting, not an unreachable server.
+            throw new AuthenticationException(
+                    "The Taishan kv-server at "
+                            + String.join(",", clientConfig.addresses())
+                            + " did not accept this TaskManager's credentials (taishan.kv.token,"
+                            + " taishan.kv.token-file, taishan.kv.tls.*): "
+                            + e.getMessage(),
+                    null,
+                    e);
         } catch (KvException e) {
             long millis = (System.nanoTime() - start) / 1_000_000;
             String what =

@@ -43,6 +43,71 @@ public final class TaishanOptions {
                             "How often an idempotent call (reads, opening shards, snapshots) is"
                                     + " tried before the task fails. Writes are never retried.");
 
+    public static final ConfigOption<Boolean> KV_TLS_ENABLED =
+            ConfigOptions.key("taishan.kv.tls.enabled")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Whether the client speaks TLS to the kv-server (which then needs"
+                                    + " tls.cert-file and tls.key-file). The server's certificate"
+                                    + " must name the host of each address the client dials, and"
+                                    + " chain to taishan.kv.tls.trust-cert-file or, if that is"
+                                    + " unset, to a CA of the JVM's default trust store.");
+
+    public static final ConfigOption<String> KV_TLS_TRUST_CERT_FILE =
+            ConfigOptions.key("taishan.kv.tls.trust-cert-file")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "PEM file of the CA certificate(s) the client trusts for the"
+                                    + " kv-server's certificate, on every TaskManager. Unset: the"
+                                    + " JVM's default trust store. Needs taishan.kv.tls.enabled.");
+
+    public static final ConfigOption<String> KV_TLS_CERT_FILE =
+            ConfigOptions.key("taishan.kv.tls.cert-file")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "PEM file of the client's certificate (chain, leaf first), for a"
+                                    + " kv-server with mutual TLS (tls.client-ca-file), on every"
+                                    + " TaskManager. Set together with taishan.kv.tls.key-file;"
+                                    + " needs taishan.kv.tls.enabled.");
+
+    public static final ConfigOption<String> KV_TLS_KEY_FILE =
+            ConfigOptions.key("taishan.kv.tls.key-file")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "PEM file of the private key of taishan.kv.tls.cert-file"
+                                    + " (unencrypted PKCS#8: -----BEGIN PRIVATE KEY-----).");
+
+    /**
+     * Hidden in Flink's configuration dumps and logs: Flink masks every key containing "token"
+     * ({@code GlobalConfiguration.isSensitive}).
+     */
+    public static final ConfigOption<String> KV_TOKEN =
+            ConfigOptions.key("taishan.kv.token")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "The bearer token sent with every call to a kv-server with"
+                                    + " auth.token-file; it must cover the job's tables (their"
+                                    + " names start with taishan.table.prefix and '_'). Flink"
+                                    + " hides its value in logs and the web UI, but it travels in"
+                                    + " the job's configuration: prefer taishan.kv.token-file,"
+                                    + " and TLS (without it the token crosses the network in"
+                                    + " clear text).");
+
+    public static final ConfigOption<String> KV_TOKEN_FILE =
+            ConfigOptions.key("taishan.kv.token-file")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "A file on every TaskManager holding the bearer token (its first line"
+                                    + " that is neither blank nor a # comment), read when a"
+                                    + " subtask connects, so a rotated token reaches the next"
+                                    + " restart. Not together with taishan.kv.token.");
+
     public static final ConfigOption<MemorySize> WRITE_QUEUE_FLUSH_BYTES =
             ConfigOptions.key("taishan.write-queue.flush-bytes")
                     .memoryType()

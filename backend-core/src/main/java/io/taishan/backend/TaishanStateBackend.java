@@ -3,8 +3,12 @@ package io.taishan.backend;
 import io.taishan.backend.read.ReadPathConfig;
 import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvClientTls;
+import io.taishan.kv.client.internal.BearerTokens;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import javax.annotation.Nullable;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.Configuration;
@@ -32,6 +36,10 @@ import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
  * JobManager too); each subtask connects when its keyed backend is created.
  *
  * <p>Operator state stays in Flink's checkpoint streams, as with every built-in backend.
+ *
+ * <p>A secured kv-server is reached with {@code taishan.kv.tls.*} and {@code taishan.kv.token} or
+ * {@code taishan.kv.token-file} (see {@link TaishanOptions}); {@link #toString()} hides the token,
+ * as Flink's configuration does.
  */
 public class TaishanStateBackend extends AbstractStateBackend implements ConfigurableStateBackend {
     private static final long serialVersionUID = 1L;
@@ -41,6 +49,12 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                     TaishanOptions.KV_ADDRESS,
                     TaishanOptions.KV_REQUEST_TIMEOUT,
                     TaishanOptions.KV_MAX_ATTEMPTS,
+                    TaishanOptions.KV_TLS_ENABLED,
+                    TaishanOptions.KV_TLS_TRUST_CERT_FILE,
+                    TaishanOptions.KV_TLS_CERT_FILE,
+                    TaishanOptions.KV_TLS_KEY_FILE,
+                    TaishanOptions.KV_TOKEN,
+                    TaishanOptions.KV_TOKEN_FILE,
                     TaishanOptions.WRITE_QUEUE_FLUSH_BYTES,
                     TaishanOptions.WRITE_QUEUE_FLUSH_COUNT,
                     TaishanOptions.WRITE_QUEUE_FLUSH_INTERVAL,
@@ -208,10 +222,80 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                             + TaishanOptions.KV_ADDRESS.key()
                             + " (host:port[,host:port...]).");
         }
-        return KvClientConfig.forAddresses(addresses)
-                .requestTimeout(settings.get(TaishanOptions.KV_REQUEST_TIMEOUT))
-                .maxAttempts(settings.get(TaishanOptions.KV_MAX_ATTEMPTS))
-                .build();
+        KvClientConfig.Builder config =
+                KvClientConfig.forAddresses(addresses)
+                        .requestTimeout(settings.get(TaishanOptions.KV_REQUEST_TIMEOUT))
+                        .maxAttempts(settings.get(TaishanOptions.KV_MAX_ATTEMPTS))
+                        .tls(tls(settings));
+        String tokenFile = settings.get(TaishanOptions.KV_TOKEN_FILE);
+        if (tokenFile != null) {
+            // Read here, on the TaskManager that connects: the path is that machine's.
+            try {
+                config.tokenFile(Path.of(tokenFile));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalConfigurationException(
+                        TaishanOptions.KV_TOKEN_FILE.key() + ": " + e.getMessage(), e);
+            }
+        } else {
+            config.token(settings.get(TaishanOptions.KV_TOKEN));
+        }
+        return config.build();
+    }
+
+    /** The client's TLS settings, or null for plaintext; the files are read when it connects. */
+    @Nullable
+    private static KvClientTls tls(Configuration settings) {
+        if (!settings.get(TaishanOptions.KV_TLS_ENABLED)) {
+            return null;
+        }
+        String trust = settings.get(TaishanOptions.KV_TLS_TRUST_CERT_FILE);
+        KvClientTls tls =
+                trust == null ? KvClientTls.systemTrust() : KvClientTls.trusting(Path.of(trust));
+        String cert = settings.get(TaishanOptions.KV_TLS_CERT_FILE);
+        String key = settings.get(TaishanOptions.KV_TLS_KEY_FILE);
+        return cert == null ? tls : tls.withClientCertificate(Path.of(cert), Path.of(key));
+    }
+
+    /** The TLS and token options fit together; no file is read (this runs on the client too). */
+    private static void validateSecurity(Configuration settings) {
+        boolean tls = settings.get(TaishanOptions.KV_TLS_ENABLED);
+        for (ConfigOption<String> file :
+                List.of(
+                        TaishanOptions.KV_TLS_TRUST_CERT_FILE,
+                        TaishanOptions.KV_TLS_CERT_FILE,
+                        TaishanOptions.KV_TLS_KEY_FILE)) {
+            if (!tls && settings.get(file) != null) {
+                // Silently plaintext would be worse than no start.
+                throw new IllegalArgumentException(
+                        file.key()
+                                + " is set but "
+                                + TaishanOptions.KV_TLS_ENABLED.key()
+                                + " is false");
+            }
+        }
+        if ((settings.get(TaishanOptions.KV_TLS_CERT_FILE) == null)
+                != (settings.get(TaishanOptions.KV_TLS_KEY_FILE) == null)) {
+            throw new IllegalArgumentException(
+                    TaishanOptions.KV_TLS_CERT_FILE.key()
+                            + " and "
+                            + TaishanOptions.KV_TLS_KEY_FILE.key()
+                            + " must be set together");
+        }
+        String token = settings.get(TaishanOptions.KV_TOKEN);
+        if (token != null && settings.get(TaishanOptions.KV_TOKEN_FILE) != null) {
+            throw new IllegalArgumentException(
+                    "set "
+                            + TaishanOptions.KV_TOKEN.key()
+                            + " or "
+                            + TaishanOptions.KV_TOKEN_FILE.key()
+                            + ", not both");
+        }
+        if (token != null) {
+            String problem = BearerTokens.problemWith(token);
+            if (problem != null) {
+                throw new IllegalArgumentException(TaishanOptions.KV_TOKEN.key() + ": " + problem);
+            }
+        }
     }
 
     WriteQueueConfig writeQueueConfig() {
@@ -279,6 +363,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
             writeQueueConfig(settings);
             readPathConfig(settings);
             TableNames.checkPrefix(settings.get(TaishanOptions.TABLE_PREFIX));
+            validateSecurity(settings);
         } catch (IllegalArgumentException e) {
             throw new IllegalConfigurationException(
                     "Invalid Taishan state backend configuration: " + e.getMessage(), e);

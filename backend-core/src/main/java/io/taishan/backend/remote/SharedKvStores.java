@@ -17,8 +17,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One client (channels, threads) per kv-server cluster per JVM, shared by every subtask of a
- * TaskManager that uses it, and closed when the last one lets go.
+ * One client (channels, threads) per kv-server cluster and credentials per JVM, shared by every
+ * subtask of a TaskManager that uses it, and closed when the last one lets go. Clients are shared
+ * by equal {@link KvClientConfig}s, which differ whenever their tokens do, so two jobs with
+ * different tokens never share a client; logs name a client by the config's string, which hides the
+ * token.
  */
 public final class SharedKvStores {
     private static final Logger LOG = LoggerFactory.getLogger(SharedKvStores.class);
@@ -40,18 +43,17 @@ public final class SharedKvStores {
     private static final int FILTER_FETCH_THREADS = 8;
 
     @GuardedBy("SharedKvStores.class")
-    private static final Map<String, Shared> SHARED = new HashMap<>();
+    private static final Map<KvClientConfig, Shared> SHARED = new HashMap<>();
 
     private SharedKvStores() {}
 
     /** Connects, or joins an existing connection with the same settings. */
     public static Handle acquire(KvClientConfig config) {
-        String id = config.toString();
         synchronized (SharedKvStores.class) {
-            Shared shared = SHARED.get(id);
+            Shared shared = SHARED.get(config);
             if (shared == null) {
-                shared = new Shared(id, GrpcKvStore.connect(config));
-                SHARED.put(id, shared);
+                shared = new Shared(config, GrpcKvStore.connect(config));
+                SHARED.put(config, shared);
             }
             shared.references++;
             return new Handle(shared);
@@ -63,7 +65,7 @@ public final class SharedKvStores {
             if (--shared.references > 0) {
                 return;
             }
-            SHARED.remove(shared.id);
+            SHARED.remove(shared.config);
         }
         shared.scheduler.shutdownNow();
         shared.filterFetches.shutdownNow();
@@ -128,6 +130,7 @@ public final class SharedKvStores {
     }
 
     private static final class Shared {
+        final KvClientConfig config;
         final String id;
         final KvStore store;
         final ScheduledExecutorService scheduler =
@@ -139,8 +142,9 @@ public final class SharedKvStores {
                         FILTER_FETCH_THREADS, daemon("taishan-filter-fetch"));
         int references;
 
-        Shared(String id, KvStore store) {
-            this.id = id;
+        Shared(KvClientConfig config, KvStore store) {
+            this.config = config;
+            this.id = config.toString();
             this.store = store;
         }
     }
