@@ -47,6 +47,7 @@ import io.taishan.kv.proto.SnapshotResponse;
 import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
 import io.taishan.kv.proto.ValueResult;
+import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
 import java.io.IOException;
@@ -98,6 +99,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
     private final KvLimits limits;
     private final RetryingCaller caller;
     private final RequestSplitter splitter;
+    private final LargeValueTransfers large;
     private final ScheduledExecutorService retryScheduler;
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -111,6 +113,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         this.limits = limits;
         this.caller = caller;
         this.splitter = new RequestSplitter(limits);
+        this.large = new LargeValueTransfers(caller, limits);
         this.retryScheduler = retryScheduler;
     }
 
@@ -291,7 +294,42 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                         KvServiceGrpc.getGetMethod(),
                         request,
                         GrpcKvStore::describeGet);
+        if (response.getValueChunked()) {
+            return readChunked(request);
+        }
         return response.getFound() ? response.getValue().toByteArray() : null;
+    }
+
+    /**
+     * A value the server would not send inline, by ReadValue on the bulk connection; null if it was
+     * deleted meanwhile.
+     */
+    @Nullable
+    private byte[] readChunked(GetRequest request) {
+        ensureOpen();
+        KvNode node = router.nodeFor(request.getTable(), request.getShard().getShard());
+        try {
+            return large.read(node, request, () -> describeReadValue(request));
+        } catch (TableNotFoundException | ShardNotOwnedException e) {
+            router.forget(request.getTable());
+            throw e;
+        }
+    }
+
+    private static String describeReadValue(GetRequest request) {
+        return describe("ReadValue", request.getTable(), request.getShard().getShard())
+                + " key "
+                + RequestSplitter.hexPreview(request.getKey());
+    }
+
+    @Nullable
+    private byte[] readChunked(ShardLease lease, ByteString key) {
+        return readChunked(
+                GetRequest.newBuilder()
+                        .setTable(lease.table())
+                        .setShard(shardRef(lease))
+                        .setKey(key)
+                        .build());
     }
 
     @Override
@@ -335,6 +373,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
             responses = awaitAll(pending, lease.table());
         }
         List<byte[]> values = new ArrayList<>(keys.size());
+        int k = 0;
         for (int i = 0; i < responses.size(); i++) {
             MultiGetResponse response = responses.get(i);
             int asked = requests.get(i).getKeysCount();
@@ -350,7 +389,12 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                         null);
             }
             for (ValueResult value : response.getValuesList()) {
-                values.add(value.getFound() ? value.getValue().toByteArray() : null);
+                if (value.getValueChunked()) {
+                    values.add(readChunked(lease, keyRefs.get(k).getKey()));
+                } else {
+                    values.add(value.getFound() ? value.getValue().toByteArray() : null);
+                }
+                k++;
             }
         }
         return values;
@@ -375,6 +419,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         return new ScanPageIterator(
                 firstPage,
                 request -> scanPage(lease, request),
+                key -> readChunked(lease, key),
                 () -> router.nodeFor(lease.table(), lease.shard()).address());
     }
 
@@ -398,6 +443,10 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         List<ShardWrite> shardWrites = batch.shardWrites();
         splitter.checkOps(shardWrites);
         TableInfo info = router.tableInfo(batch.table());
+        if (hasChunkedValues(shardWrites)) {
+            return await(
+                    sendWrites(batch.table(), info, shardWrites), "Write(" + batch.table() + ")");
+        }
         List<RoutedWrite> writes = route(batch.table(), info, shardWrites);
         if (writes.size() > 1) {
             return await(send(batch.table(), shardWrites, writes), "Write(" + batch.table() + ")");
@@ -476,7 +525,104 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
 
     private CompletableFuture<WriteResult> sendWrites(
             String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
-        return send(table, shardWrites, route(table, info, shardWrites));
+        if (!hasChunkedValues(shardWrites)) {
+            return send(table, shardWrites, route(table, info, shardWrites));
+        }
+        return stageChunkedValues(table, info, shardWrites)
+                .thenCompose(staged -> send(table, staged, route(table, info, staged)));
+    }
+
+    private boolean hasChunkedValues(List<ShardWrite> shardWrites) {
+        for (ShardWrite w : shardWrites) {
+            for (WriteOp op : w.getOpsList()) {
+                if (chunkedValue(op) != null) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The value of a put or append too large to go inline, else null. */
+    @Nullable
+    private ByteString chunkedValue(WriteOp op) {
+        ByteString value =
+                switch (op.getOpCase()) {
+                    case PUT -> op.getPut().getValue();
+                    case APPEND -> op.getAppend().getValue();
+                    default -> null;
+                };
+        return value != null && limits.chunked(value.size()) ? value : null;
+    }
+
+    /**
+     * Uploads every value too large to go inline, one after the other (the server holds each until
+     * its Write), and answers the shard writes with those ops naming their staged values.
+     */
+    private CompletableFuture<List<ShardWrite>> stageChunkedValues(
+            String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+        CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+        List<ShardWrite.Builder> staged = new ArrayList<>(shardWrites.size());
+        for (ShardWrite w : shardWrites) {
+            ShardWrite.Builder b = w.toBuilder();
+            staged.add(b);
+            KvNode node = router.nodeFor(info, w.getShard());
+            ShardRef shard =
+                    ShardRef.newBuilder().setShard(w.getShard()).setEpoch(w.getEpoch()).build();
+            for (int i = 0; i < w.getOpsCount(); i++) {
+                WriteOp op = w.getOps(i);
+                ByteString value = chunkedValue(op);
+                if (value == null) {
+                    continue;
+                }
+                int at = i;
+                chain =
+                        chain.thenCompose(
+                                ignored ->
+                                        large.upload(
+                                                        node,
+                                                        table,
+                                                        shard,
+                                                        value,
+                                                        () ->
+                                                                describe(
+                                                                                "UploadValue",
+                                                                                table,
+                                                                                w.getShard())
+                                                                        + " ("
+                                                                        + value.size()
+                                                                        + " bytes)")
+                                                .thenAccept(id -> b.setOps(at, staged(op, id))));
+            }
+        }
+        return chain.thenApply(
+                ignored -> {
+                    List<ShardWrite> result = new ArrayList<>(staged.size());
+                    for (ShardWrite.Builder b : staged) {
+                        result.add(b.build());
+                    }
+                    return result;
+                });
+    }
+
+    private static WriteOp staged(WriteOp op, long id) {
+        return switch (op.getOpCase()) {
+            case PUT ->
+                    op.toBuilder()
+                            .setPut(
+                                    op.getPut().toBuilder()
+                                            .setValue(ByteString.EMPTY)
+                                            .setStagedValueId(id))
+                            .build();
+            case APPEND ->
+                    op.toBuilder()
+                            .setAppend(
+                                    op.getAppend().toBuilder()
+                                            .setValue(ByteString.EMPTY)
+                                            .setStagedValueId(id))
+                            .build();
+            default -> throw new IllegalArgumentException("not a put or append: " + op);
+        };
     }
 
     /**

@@ -71,13 +71,16 @@ final class ProtoConversions {
 
     /** A limit the server left unset (0) is taken as no limit. */
     static KvLimits limits(Limits l) {
+        int maxValueBytes = orUnlimited(l.getMaxValueBytes());
         return new KvLimits(
                 orUnlimited(l.getMaxKeyBytes()),
-                orUnlimited(l.getMaxValueBytes()),
+                maxValueBytes,
                 orUnlimited(l.getMaxRequestBytes()),
                 orUnlimited(l.getMaxOpsPerRequest()),
                 orUnlimited(l.getMaxScanPageEntries()),
-                orUnlimited(l.getMaxScanPageBytes()));
+                orUnlimited(l.getMaxScanPageBytes()),
+                // An older server sends every value inline.
+                l.getMaxInlineValueBytes() > 0 ? l.getMaxInlineValueBytes() : maxValueBytes);
     }
 
     private static int orUnlimited(int limit) {

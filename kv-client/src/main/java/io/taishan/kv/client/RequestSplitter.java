@@ -134,7 +134,7 @@ final class RequestSplitter {
                             + hexPreview(key)
                             + ") exceeds the server's limit of "
                             + limits.maxValueBytes()
-                            + " bytes",
+                            + " bytes (limits.max-value-bytes)",
                     null,
                     null);
         }

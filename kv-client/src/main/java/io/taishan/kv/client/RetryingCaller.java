@@ -253,8 +253,20 @@ final class RetryingCaller {
                 MoreExecutors.directExecutor());
     }
 
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
+    int maxAttempts() {
+        return maxAttempts;
+    }
+
+    ScheduledExecutorService scheduler() {
+        return scheduler;
+    }
+
     /** See {@link KvNode.Connections#resetConnectBackoff}. */
-    private static void prepareRetry(KvNode node, Status status) {
+    static void prepareRetry(KvNode node, Status status) {
         if (status.getCode() == Status.Code.UNAVAILABLE) {
             node.connections().resetConnectBackoff();
         }

@@ -10,6 +10,7 @@ import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import javax.annotation.Nullable;
 
 /**
  * A scan that fetches one page when the previous one is used up, so memory holds one page at most.
@@ -20,7 +21,9 @@ final class ScanPageIterator implements CloseableIterator<KvEntry> {
 
     private final ScanRequest firstPage;
     private final Function<ScanRequest, ScanResponse> fetchPage;
+    private final Function<ByteString, byte[]> readChunked;
     private final Supplier<String> address;
+    @Nullable private KvEntry next;
 
     private Iterator<KeyValue> page = Collections.emptyIterator();
     private ByteString nextStart;
@@ -30,17 +33,37 @@ final class ScanPageIterator implements CloseableIterator<KvEntry> {
     ScanPageIterator(
             ScanRequest firstPage,
             Function<ScanRequest, ScanResponse> fetchPage,
+            Function<ByteString, byte[]> readChunked,
             Supplier<String> address) {
         this.firstPage = firstPage;
         this.fetchPage = fetchPage;
+        this.readChunked = readChunked;
         this.address = address;
         this.nextStart = firstPage.getStartKey();
     }
 
+    /**
+     * A large value ({@code value_chunked}) is read by itself when its entry is reached, after the
+     * page: it may be newer than the page, and an entry deleted in between is left out.
+     */
     @Override
     public boolean hasNext() {
         while (!closed) {
+            if (next != null) {
+                return true;
+            }
             if (page.hasNext()) {
+                KeyValue entry = page.next();
+                byte[] value;
+                if (entry.getValueChunked()) {
+                    value = readChunked.apply(entry.getKey());
+                    if (value == null) {
+                        continue;
+                    }
+                } else {
+                    value = entry.getValue().isEmpty() ? EMPTY : entry.getValue().toByteArray();
+                }
+                next = new KvEntry(entry.getKey().toByteArray(), value);
                 return true;
             }
             if (!more) {
@@ -56,14 +79,15 @@ final class ScanPageIterator implements CloseableIterator<KvEntry> {
         if (!hasNext()) {
             throw new NoSuchElementException();
         }
-        KeyValue entry = page.next();
-        byte[] value = entry.getValue().isEmpty() ? EMPTY : entry.getValue().toByteArray();
-        return new KvEntry(entry.getKey().toByteArray(), value);
+        KvEntry entry = next;
+        next = null;
+        return entry;
     }
 
     @Override
     public void close() {
         closed = true;
+        next = null;
         page = Collections.emptyIterator();
     }
 

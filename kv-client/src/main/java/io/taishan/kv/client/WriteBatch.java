@@ -1,6 +1,7 @@
 package io.taishan.kv.client;
 
 import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import io.taishan.kv.proto.Append;
 import io.taishan.kv.proto.Delete;
 import io.taishan.kv.proto.DeleteRange;
@@ -18,7 +19,9 @@ import java.util.Map;
  * applies each shard's ops in the order they were added, atomically per shard; a snapshot marker
  * cuts the shard's snapshot exactly at its place in that order.
  *
- * <p>Not thread-safe; the bytes passed in are copied.
+ * <p>Not thread-safe; the bytes passed in are copied, except by the {@code *Shared} methods, which
+ * keep the caller's value array (for values too large to copy for nothing: the caller promises not
+ * to change it until the write completed).
  */
 public final class WriteBatch {
     /** Per-op framing overhead assumed when estimating the request size. */
@@ -48,6 +51,35 @@ public final class WriteBatch {
                                 Put.newBuilder()
                                         .setKey(ByteString.copyFrom(key))
                                         .setValue(ByteString.copyFrom(value)))
+                        .build(),
+                key.length + value.length);
+    }
+
+    /**
+     * {@link #put}, keeping {@code value} itself rather than a copy; it must not change until the
+     * write completed. For large values, which the client uploads in chunks from this very array.
+     */
+    public WriteBatch putShared(ShardLease lease, byte[] key, byte[] value) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setPut(
+                                Put.newBuilder()
+                                        .setKey(ByteString.copyFrom(key))
+                                        .setValue(UnsafeByteOperations.unsafeWrap(value)))
+                        .build(),
+                key.length + value.length);
+    }
+
+    /** {@link #append}, keeping {@code value} itself as {@link #putShared} does. */
+    public WriteBatch appendShared(ShardLease lease, byte[] key, byte[] value) {
+        return add(
+                lease,
+                WriteOp.newBuilder()
+                        .setAppend(
+                                Append.newBuilder()
+                                        .setKey(ByteString.copyFrom(key))
+                                        .setValue(UnsafeByteOperations.unsafeWrap(value)))
                         .build(),
                 key.length + value.length);
     }

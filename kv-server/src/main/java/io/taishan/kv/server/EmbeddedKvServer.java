@@ -68,6 +68,16 @@ public final class EmbeddedKvServer implements AutoCloseable {
         return server;
     }
 
+    /** See {@link KvServer#largeValueBytesHeld}. */
+    public long largeValueBytesHeld() {
+        return server.largeValueBytesHeld();
+    }
+
+    /** See {@link KvServer#largeValueBytesPeak}. */
+    public long largeValueBytesPeak() {
+        return server.largeValueBytesPeak();
+    }
+
     public StorageEngine storage() {
         return server.storage();
     }

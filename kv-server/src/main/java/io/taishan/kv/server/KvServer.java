@@ -161,7 +161,12 @@ public final class KvServer implements AutoCloseable {
         }
         KvServiceImpl service =
                 new KvServiceImpl(
-                        storage, new ClusterView(nodes, index), config.limits(), version(), calls);
+                        storage,
+                        new ClusterView(nodes, index),
+                        config.limits(),
+                        version(),
+                        calls,
+                        largeValueBudget(config));
         registry.addService(
                 tokens == null
                         ? service.bindService()
@@ -204,6 +209,30 @@ public final class KvServer implements AutoCloseable {
     }
 
     /** Lets requests up to the limit reach our own check, which names the limit. */
+    /**
+     * large-values.memory-bytes, lowered to half the heap: the rest is for everything else, and a
+     * value in transit takes a little more than its size (gRPC's buffers of the chunks in flight).
+     */
+    static long largeValueBudget(KvServerConfig config) {
+        long halfHeap = Runtime.getRuntime().maxMemory() / 2;
+        long budget = Math.min(config.largeValueMemoryBytes(), halfHeap);
+        if (budget < config.largeValueMemoryBytes()) {
+            LOG.warn(
+                    "large-values.memory-bytes {} lowered to {} (half the heap, -Xmx)",
+                    config.largeValueMemoryBytes(),
+                    budget);
+        }
+        if (budget < config.limits().maxValueBytes()) {
+            LOG.warn(
+                    "The large-value budget ({} bytes) is below limits.max-value-bytes ({}): a"
+                            + " value above the budget is transferred only while no other large"
+                            + " value is; raise -Xmx to hold two",
+                    budget,
+                    config.limits().maxValueBytes());
+        }
+        return budget;
+    }
+
     private static int inboundLimit(KvServerConfig config) {
         return (int)
                 Math.min(Integer.MAX_VALUE, 2L * config.limits().maxRequestBytes() + (1 << 20));
@@ -267,6 +296,16 @@ public final class KvServer implements AutoCloseable {
     }
 
     /** Blocks until the server has shut down. */
+    /** Heap bytes values moving in chunks hold now (staged uploads included); for tests. */
+    public long largeValueBytesHeld() {
+        return service.largeValueBytesHeld();
+    }
+
+    /** The most {@link #largeValueBytesHeld} has been since the start; for tests. */
+    public long largeValueBytesPeak() {
+        return service.largeValueBytesPeak();
+    }
+
     public void awaitTermination() throws InterruptedException {
         grpcServer.awaitTermination();
     }

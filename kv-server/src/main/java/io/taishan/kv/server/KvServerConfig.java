@@ -24,7 +24,13 @@ public final class KvServerConfig {
 
     /** Defaults of the request limits. */
     public static final KvLimits DEFAULT_LIMITS =
-            new KvLimits(64 << 10, 8 << 20, 32 << 20, 100_000, 10_000, 1 << 20);
+            new KvLimits(64 << 10, 512 << 20, 32 << 20, 100_000, 10_000, 1 << 20, 1 << 20);
+
+    /**
+     * The largest value a node may be configured for: a Java array holds at most 2 GiB, and a large
+     * value costs its size about three times over while it is written (see the README).
+     */
+    static final int MAX_VALUE_BYTES_LIMIT = 1 << 30;
 
     private final String host;
     private final int port;
@@ -36,6 +42,7 @@ public final class KvServerConfig {
     private final Duration shutdownGrace;
     private final Duration ttlSweepInterval;
     private final long ttlSweepBytesPerSecond;
+    private final long largeValueMemoryBytes;
     private final SecurityOptions security;
 
     private KvServerConfig(Builder b) {
@@ -51,7 +58,9 @@ public final class KvServerConfig {
                         b.maxRequestBytes,
                         b.maxOpsPerRequest,
                         b.maxScanPageEntries,
-                        b.maxScanPageBytes);
+                        b.maxScanPageBytes,
+                        // A cap below the inline limit lowers it: every value inline.
+                        Math.min(b.maxInlineValueBytes, b.maxValueBytes));
         this.storage =
                 new StorageOptions(
                         b.dataDir == null ? Path.of(".") : b.dataDir,
@@ -73,6 +82,7 @@ public final class KvServerConfig {
         this.shutdownGrace = b.shutdownGrace;
         this.ttlSweepInterval = b.ttlSweepInterval;
         this.ttlSweepBytesPerSecond = b.ttlSweepBytesPerSecond;
+        this.largeValueMemoryBytes = b.largeValueMemoryBytes;
         this.security = b.security();
     }
 
@@ -101,6 +111,7 @@ public final class KvServerConfig {
         b.shutdownGrace = shutdownGrace;
         b.ttlSweepInterval = ttlSweepInterval;
         b.ttlSweepBytesPerSecond = ttlSweepBytesPerSecond;
+        b.largeValueMemoryBytes = largeValueMemoryBytes;
         b.security(security);
         return b;
     }
@@ -160,6 +171,14 @@ public final class KvServerConfig {
         return ttlSweepBytesPerSecond;
     }
 
+    /**
+     * The heap that values read or written in chunks may hold at once (as configured; the server
+     * lowers it at start to what its heap allows).
+     */
+    public long largeValueMemoryBytes() {
+        return largeValueMemoryBytes;
+    }
+
     /** How the shards' Bloom filters are sized, bounded and rebuilt. */
     public FilterOptions filters() {
         return storage.filters();
@@ -206,6 +225,8 @@ public final class KvServerConfig {
         private int maxOpsPerRequest = DEFAULT_LIMITS.maxOpsPerRequest();
         private int maxScanPageEntries = DEFAULT_LIMITS.maxScanPageEntries();
         private int maxScanPageBytes = DEFAULT_LIMITS.maxScanPageBytes();
+        private int maxInlineValueBytes = DEFAULT_LIMITS.maxInlineValueBytes();
+        private long largeValueMemoryBytes = 768L << 20;
         private boolean walEnabled;
         private boolean walSync;
         private long blockCacheBytes;
@@ -287,6 +308,7 @@ public final class KvServerConfig {
             this.maxOpsPerRequest = limits.maxOpsPerRequest();
             this.maxScanPageEntries = limits.maxScanPageEntries();
             this.maxScanPageBytes = limits.maxScanPageBytes();
+            this.maxInlineValueBytes = limits.maxInlineValueBytes();
             return this;
         }
 
@@ -297,6 +319,17 @@ public final class KvServerConfig {
 
         public Builder maxValueBytes(int n) {
             this.maxValueBytes = n;
+            return this;
+        }
+
+        /** The largest value inside one message; larger ones move in chunks. */
+        public Builder maxInlineValueBytes(int n) {
+            this.maxInlineValueBytes = n;
+            return this;
+        }
+
+        public Builder largeValueMemoryBytes(long n) {
+            this.largeValueMemoryBytes = n;
             return this;
         }
 
@@ -443,6 +476,10 @@ public final class KvServerConfig {
                     case "wal.sync" -> walSync(ConfigValues.bool(key, v));
                     case "limits.max-key-bytes" -> maxKeyBytes(ConfigValues.intBytes(key, v));
                     case "limits.max-value-bytes" -> maxValueBytes(ConfigValues.intBytes(key, v));
+                    case "limits.max-inline-value-bytes" ->
+                            maxInlineValueBytes(ConfigValues.intBytes(key, v));
+                    case "large-values.memory-bytes" ->
+                            largeValueMemoryBytes(ConfigValues.bytes(key, v));
                     case "limits.max-request-bytes" ->
                             maxRequestBytes(ConfigValues.intBytes(key, v));
                     case "limits.max-ops-per-request" ->
@@ -530,6 +567,16 @@ public final class KvServerConfig {
             }
             positive("limits.max-key-bytes", maxKeyBytes);
             positive("limits.max-value-bytes", maxValueBytes);
+            positive("limits.max-inline-value-bytes", maxInlineValueBytes);
+            positive("large-values.memory-bytes", largeValueMemoryBytes);
+            if (maxValueBytes > MAX_VALUE_BYTES_LIMIT) {
+                throw new IllegalArgumentException(
+                        "limits.max-value-bytes must be at most "
+                                + MAX_VALUE_BYTES_LIMIT
+                                + " (1 GiB), not "
+                                + maxValueBytes);
+            }
+
             positive("limits.max-request-bytes", maxRequestBytes);
             positive("limits.max-ops-per-request", maxOpsPerRequest);
             positive("limits.max-scan-page-entries", maxScanPageEntries);
@@ -541,15 +588,16 @@ public final class KvServerConfig {
                                 + " (one request must hold a batch of ops), not "
                                 + maxRequestBytes);
             }
-            if ((long) maxKeyBytes + maxValueBytes > maxRequestBytes) {
+            int inline = Math.min(maxInlineValueBytes, maxValueBytes);
+            if ((long) maxKeyBytes + inline > maxRequestBytes) {
                 throw new IllegalArgumentException(
                         "limits.max-key-bytes ("
                                 + maxKeyBytes
-                                + ") + limits.max-value-bytes ("
-                                + maxValueBytes
+                                + ") + limits.max-inline-value-bytes ("
+                                + inline
                                 + ") must fit in limits.max-request-bytes ("
                                 + maxRequestBytes
-                                + "): a put of the largest entry could never be sent");
+                                + "): a put of the largest inline entry could never be sent");
             }
             positive("rocksdb.block-cache-bytes", blockCacheBytes);
             positive("rocksdb.write-buffer-bytes", writeBufferBytes);

@@ -131,6 +131,8 @@ class KvServerMainTest {
                         "wal.sync = true",
                         "limits.max-key-bytes = 1k",
                         "limits.max-value-bytes = 2m",
+                        "limits.max-inline-value-bytes = 256k",
+                        "large-values.memory-bytes = 1g",
                         "limits.max-request-bytes = 64MB",
                         "limits.max-ops-per-request = 5000",
                         "limits.max-scan-page-entries = 500",
@@ -168,7 +170,8 @@ class KvServerMainTest {
         assertThat(c.walEnabled()).isTrue();
         assertThat(c.walMode()).isEqualTo(WalMode.SYNC);
         assertThat(c.limits())
-                .isEqualTo(new KvLimits(1024, 2 << 20, 64 << 20, 5000, 500, 512 << 10));
+                .isEqualTo(new KvLimits(1024, 2 << 20, 64 << 20, 5000, 500, 512 << 10, 256 << 10));
+        assertThat(c.largeValueMemoryBytes()).isEqualTo(1L << 30);
         var storage = c.storageOptions(Path.of("/d"));
         assertThat(storage.blockCacheBytes()).isEqualTo(1L << 30);
         assertThat(storage.writeBufferBytes()).isEqualTo(256L << 20);
@@ -301,7 +304,8 @@ class KvServerMainTest {
         assertThatThrownBy(
                         () ->
                                 KvServerConfig.builder()
-                                        .maxValueBytes(40 << 20)
+                                        .maxInlineValueBytes(40 << 20)
+                                        .maxValueBytes(64 << 20)
                                         .maxRequestBytes(32 << 20)
                                         .build())
                 .isInstanceOf(IllegalArgumentException.class)

@@ -18,6 +18,7 @@ import io.taishan.kv.proto.ReportTtlTimeRequest;
 import io.taishan.kv.proto.RestoreRequest;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.WriteRequest;
 import java.util.HashMap;
 import java.util.List;
@@ -73,6 +74,9 @@ final class CallRules {
         table(KvServiceGrpc.getMultiGetMethod(), MultiGetRequest::getTable);
         table(KvServiceGrpc.getScanMethod(), ScanRequest::getTable);
         table(KvServiceGrpc.getWriteMethod(), WriteRequest::getTable);
+        table(KvServiceGrpc.getReadValueMethod(), GetRequest::getTable);
+        // Every message names the table, so each chunk is checked as the header is.
+        table(KvServiceGrpc.getUploadValueMethod(), UploadValueRequest::getTable);
         table(KvServiceGrpc.getSnapshotMethod(), SnapshotRequest::getTable);
         table(KvServiceGrpc.getRestoreMethod(), RestoreRequest::getTable);
         tables(

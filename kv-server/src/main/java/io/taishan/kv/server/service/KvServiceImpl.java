@@ -41,6 +41,7 @@ import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardResponse;
+import io.taishan.kv.proto.ReadValueResponse;
 import io.taishan.kv.proto.RegisterTtlStatesRequest;
 import io.taishan.kv.proto.RegisterTtlStatesResponse;
 import io.taishan.kv.proto.ReportTtlTimeRequest;
@@ -60,6 +61,9 @@ import io.taishan.kv.proto.TableExpiry;
 import io.taishan.kv.proto.TableInfo;
 import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
+import io.taishan.kv.proto.UploadValueRequest;
+import io.taishan.kv.proto.UploadValueResponse;
+import io.taishan.kv.proto.ValueHeader;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
@@ -116,11 +120,17 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
      */
     static final int INLINE_MULTI_GET_KEYS = 128;
 
+    private static final GetResponse CHUNKED_GET =
+            GetResponse.newBuilder().setFound(true).setValueChunked(true).build();
+    private static final ValueResult CHUNKED_RESULT =
+            ValueResult.newBuilder().setFound(true).setValueChunked(true).build();
+
     private final StorageEngine storage;
     private final ClusterView cluster;
     private final RequestLimits limits;
     private final String version;
     private final CallExecutors calls;
+    private final LargeValues large;
     private final long startedAtMillis = System.currentTimeMillis();
     private final ExecutorService shardPool =
             Executors.newFixedThreadPool(
@@ -148,11 +158,26 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             KvLimits limits,
             String version,
             CallExecutors calls) {
+        this(storage, cluster, limits, version, calls, 768L << 20);
+    }
+
+    /**
+     * @param largeValueMemoryBytes the heap values moving in chunks may hold at once (see {@link
+     *     LargeValues})
+     */
+    public KvServiceImpl(
+            StorageEngine storage,
+            ClusterView cluster,
+            KvLimits limits,
+            String version,
+            CallExecutors calls,
+            long largeValueMemoryBytes) {
         this.storage = storage;
         this.cluster = cluster;
         this.limits = new RequestLimits(limits);
         this.version = version;
         this.calls = calls;
+        this.large = new LargeValues(largeValueMemoryBytes);
     }
 
     /**
@@ -204,9 +229,20 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         return results;
     }
 
+    /** See {@link LargeValues#heldBytes}. */
+    public long largeValueBytesHeld() {
+        return large.heldBytes();
+    }
+
+    /** See {@link LargeValues#peakHeldBytes}. */
+    public long largeValueBytesPeak() {
+        return large.peakHeldBytes();
+    }
+
     /** Stops the shard pool; after the gRPC server has terminated. */
     public void close() {
         shardPool.shutdown();
+        large.close();
     }
 
     /** From now on every call but Health fails with SHUTTING_DOWN. */
@@ -356,12 +392,16 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             throw limits.keyTooLarge(key, "Get of " + shard);
         }
         long epoch = request.getShard().getEpoch();
+        int maxInline = limits.maxInlineValueBytes();
         byte[] value =
                 inline
-                        ? shard.getIfReady(epoch, key.toByteArray())
-                        : shard.get(epoch, key.toByteArray());
+                        ? shard.getIfReady(epoch, key.toByteArray(), maxInline)
+                        : shard.getInline(epoch, key.toByteArray(), maxInline);
         if (value == ShardStore.NOT_READY) {
             return null;
+        }
+        if (value == ShardStore.CHUNKED) {
+            return CHUNKED_GET;
         }
         // Wrapped, not copied: RocksDB made this array for this call and nobody else holds it.
         return value == null
@@ -402,6 +442,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             return null;
         }
         ValueResult[] results = new ValueResult[request.getKeysCount()];
+        int maxInline = limits.maxInlineValueBytes();
+        // One answer holds at most about a request's worth of values; the rest are read by chunks.
+        long inlineLeft = limits.maxRequestBytes();
         for (Map.Entry<ShardRef, List<Integer>> g : groups.entrySet()) {
             List<byte[]> keys = new ArrayList<>(g.getValue().size());
             for (int i : g.getValue()) {
@@ -410,20 +453,29 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             ShardStore shard = table.shard(g.getKey().getShard());
             long epoch = g.getKey().getEpoch();
             List<byte[]> values =
-                    inline ? shard.multiGetIfReady(epoch, keys) : shard.multiGet(epoch, keys);
+                    inline
+                            ? shard.multiGetIfReady(epoch, keys, maxInline, inlineLeft)
+                            : shard.multiGetInline(epoch, keys, maxInline, inlineLeft);
             if (values == null) {
                 return null;
             }
             for (int j = 0; j < values.size(); j++) {
                 byte[] v = values.get(j);
-                // Wrapped: RocksDB made each array for this call and nobody else holds it.
-                results[g.getValue().get(j)] =
-                        v == null
-                                ? ValueResult.getDefaultInstance()
-                                : ValueResult.newBuilder()
-                                        .setFound(true)
-                                        .setValue(UnsafeByteOperations.unsafeWrap(v))
-                                        .build();
+                ValueResult r;
+                if (v == null) {
+                    r = ValueResult.getDefaultInstance();
+                } else if (v == ShardStore.CHUNKED) {
+                    r = CHUNKED_RESULT;
+                } else {
+                    inlineLeft -= v.length;
+                    // Wrapped: RocksDB made each array for this call and nobody else holds it.
+                    r =
+                            ValueResult.newBuilder()
+                                    .setFound(true)
+                                    .setValue(UnsafeByteOperations.unsafeWrap(v))
+                                    .build();
+                }
+                results[g.getValue().get(j)] = r;
             }
         }
         return MultiGetResponse.newBuilder().addAllValues(Arrays.asList(results)).build();
@@ -457,22 +509,28 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                 "Scan of " + shard + ": start key is after end key (bad range)");
                     }
                     ScanPage page =
-                            shard.scan(
+                            shard.scanInline(
                                     request.getShard().getEpoch(),
                                     request.getStartKey().toByteArray(),
                                     request.getEndKey().toByteArray(),
                                     request.getPrefix().toByteArray(),
                                     limits.scanPageEntries(request.getLimit()),
                                     limits.scanPageBytes(),
-                                    request.getKeysOnly());
+                                    request.getKeysOnly(),
+                                    limits.maxInlineValueBytes());
                     // Wrapped, not copied: the iterator made every key and value array for this
                     // page (the empty value of a keys-only scan is shared, and never written).
                     ScanResponse.Builder b = ScanResponse.newBuilder().setHasMore(page.hasMore());
                     for (ScanPage.Entry e : page.entries()) {
-                        b.addEntries(
+                        KeyValue.Builder kv =
                                 KeyValue.newBuilder()
-                                        .setKey(UnsafeByteOperations.unsafeWrap(e.key()))
-                                        .setValue(UnsafeByteOperations.unsafeWrap(e.value())));
+                                        .setKey(UnsafeByteOperations.unsafeWrap(e.key()));
+                        if (e.value() == ShardStore.CHUNKED) {
+                            kv.setValueChunked(true);
+                        } else {
+                            kv.setValue(UnsafeByteOperations.unsafeWrap(e.value()));
+                        }
+                        b.addEntries(kv);
                     }
                     if (page.hasMore()) {
                         b.setNextStartKey(UnsafeByteOperations.unsafeWrap(page.nextStartKey()));
@@ -497,58 +555,71 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     TableStore table = table(request.getTable());
-                    validateWrite(table, request);
-                    // Lock in shard order (no deadlock between requests), check every epoch, and
-                    // only then apply: a request with one stale epoch changes nothing.
-                    TreeMap<Integer, ShardWrite> byShard = new TreeMap<>();
-                    for (ShardWrite w : request.getShardsList()) {
-                        byShard.put(w.getShard(), w);
-                    }
-                    Map<Integer, Applied> applied = new HashMap<>();
-                    List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
+                    Map<Long, byte[]> staged = new HashMap<>(0);
                     try {
-                        for (ShardWrite w : byShard.values()) {
-                            sessions.add(table.shard(w.getShard()).beginWrite(w.getEpoch()));
-                        }
-                        List<ShardWrite> writes = new ArrayList<>(byShard.values());
-                        List<Applied> results =
-                                acrossShards(
-                                        writes.size(),
-                                        i -> {
-                                            ShardStore.WriteSession session = sessions.get(i);
-                                            List<SnapshotMeta> taken =
-                                                    session.apply(writes.get(i).getOpsList());
-                                            return new Applied(taken, session.filterVersion());
-                                        });
-                        for (int i = 0; i < writes.size(); i++) {
-                            applied.put(writes.get(i).getShard(), results.get(i));
-                        }
+                        validateWrite(table, request, staged);
+                        return applyWrite(table, request, staged);
                     } finally {
-                        for (ShardStore.WriteSession s : sessions) {
-                            s.close();
+                        // The values are in RocksDB (or the write failed): their heap goes.
+                        for (byte[] v : staged.values()) {
+                            large.release(v.length);
                         }
                     }
-                    WriteResponse.Builder b = WriteResponse.newBuilder();
-                    for (ShardWrite w : request.getShardsList()) {
-                        Applied a = applied.get(w.getShard());
-                        ShardWriteResult.Builder r =
-                                ShardWriteResult.newBuilder().setShard(w.getShard());
-                        for (SnapshotMeta m : a.snapshots()) {
-                            r.addSnapshots(toProto(table.name(), w.getShard(), m));
-                        }
-                        if (a.filterVersion() >= 0) {
-                            r.setFilterVersion(a.filterVersion());
-                        }
-                        b.addResults(r);
-                    }
-                    return b.build();
                 });
+    }
+
+    private WriteResponse applyWrite(
+            TableStore table, WriteRequest request, Map<Long, byte[]> staged) {
+        // Lock in shard order (no deadlock between requests), check every epoch, and
+        // only then apply: a request with one stale epoch changes nothing.
+        TreeMap<Integer, ShardWrite> byShard = new TreeMap<>();
+        for (ShardWrite w : request.getShardsList()) {
+            byShard.put(w.getShard(), w);
+        }
+        Map<Integer, Applied> applied = new HashMap<>();
+        List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
+        try {
+            for (ShardWrite w : byShard.values()) {
+                sessions.add(table.shard(w.getShard()).beginWrite(w.getEpoch()));
+            }
+            List<ShardWrite> writes = new ArrayList<>(byShard.values());
+            List<Applied> results =
+                    acrossShards(
+                            writes.size(),
+                            i -> {
+                                ShardStore.WriteSession session = sessions.get(i);
+                                List<SnapshotMeta> taken =
+                                        session.apply(writes.get(i).getOpsList(), staged::get);
+                                return new Applied(taken, session.filterVersion());
+                            });
+            for (int i = 0; i < writes.size(); i++) {
+                applied.put(writes.get(i).getShard(), results.get(i));
+            }
+        } finally {
+            for (ShardStore.WriteSession s : sessions) {
+                s.close();
+            }
+        }
+        WriteResponse.Builder b = WriteResponse.newBuilder();
+        for (ShardWrite w : request.getShardsList()) {
+            Applied a = applied.get(w.getShard());
+            ShardWriteResult.Builder r = ShardWriteResult.newBuilder().setShard(w.getShard());
+            for (SnapshotMeta m : a.snapshots()) {
+                r.addSnapshots(toProto(table.name(), w.getShard(), m));
+            }
+            if (a.filterVersion() >= 0) {
+                r.setFilterVersion(a.filterVersion());
+            }
+            b.addResults(r);
+        }
+        return b.build();
     }
 
     /** What one shard's part of a Write did; filterVersion -1 while it has no filter to serve. */
     private record Applied(List<SnapshotMeta> snapshots, long filterVersion) {}
 
-    private void validateWrite(TableStore table, WriteRequest request) {
+    /** Checks the request and takes the staged values its ops name into {@code staged}. */
+    private void validateWrite(TableStore table, WriteRequest request, Map<Long, byte[]> staged) {
         int serializedBytes = request.getSerializedSize();
         if (!limits.requestFits(serializedBytes)) {
             throw limits.requestTooLarge(serializedBytes, writeWhere(table));
@@ -571,7 +642,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                 + " appears twice in one request");
             }
             for (int i = 0; i < w.getOpsCount(); i++) {
-                validateOp(w.getOps(i), table, shard, i);
+                validateOp(w.getOps(i), table, shard, i, staged);
             }
         }
     }
@@ -585,11 +656,19 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         return writeWhere(table) + ", " + shard + ", op #" + op;
     }
 
-    private void validateOp(WriteOp op, TableStore table, ShardStore shard, int i) {
+    private void validateOp(
+            WriteOp op, TableStore table, ShardStore shard, int i, Map<Long, byte[]> staged) {
         switch (op.getOpCase()) {
             case PUT -> {
                 checkKey(op.getPut().getKey(), table, shard, i);
                 checkValue(op.getPut().getValue(), table, shard, i);
+                takeStaged(
+                        op.getPut().getStagedValueId(),
+                        op.getPut().getValue(),
+                        table,
+                        shard,
+                        i,
+                        staged);
             }
             case DELETE -> checkKey(op.getDelete().getKey(), table, shard, i);
             case DELETE_RANGE -> {
@@ -608,6 +687,13 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             case APPEND -> {
                 checkKey(op.getAppend().getKey(), table, shard, i);
                 checkValue(op.getAppend().getValue(), table, shard, i);
+                takeStaged(
+                        op.getAppend().getStagedValueId(),
+                        op.getAppend().getValue(),
+                        table,
+                        shard,
+                        i,
+                        staged);
             }
             case SNAPSHOT -> {
                 long id = op.getSnapshot().getSnapshotId();
@@ -620,6 +706,36 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         }
     }
 
+    private void takeStaged(
+            long id,
+            ByteString inlineValue,
+            TableStore table,
+            ShardStore shard,
+            int op,
+            Map<Long, byte[]> staged) {
+        if (id == 0) {
+            return;
+        }
+        if (!inlineValue.isEmpty()) {
+            throw KvServerException.invalid(
+                    opWhere(table, shard, op) + ": both a value and a staged value id");
+        }
+        if (staged.containsKey(id)) {
+            throw KvServerException.invalid(
+                    opWhere(table, shard, op) + ": staged value " + id + " named twice");
+        }
+        LargeValues.Staged s = large.take(id, table.name(), shard.shard());
+        if (s == null) {
+            throw KvServerException.invalid(
+                    opWhere(table, shard, op)
+                            + ": no staged value "
+                            + Long.toUnsignedString(id)
+                            + " for this shard (never uploaded, already written, or expired"
+                            + " after 2 minutes unused)");
+        }
+        staged.put(id, s.value());
+    }
+
     private void checkKey(ByteString key, TableStore table, ShardStore shard, int op) {
         if (!limits.keyFits(key)) {
             throw limits.keyTooLarge(key, opWhere(table, shard, op));
@@ -629,6 +745,347 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     private void checkValue(ByteString value, TableStore table, ShardStore shard, int op) {
         if (!limits.valueFits(value)) {
             throw limits.valueTooLarge(value, opWhere(table, shard, op));
+        }
+    }
+
+    // ---- large values
+
+    /**
+     * Streams one value of any size: its size is read without the value (so a waiting read holds
+     * nothing), then the value's bytes are reserved in the large-value budget, the value is read
+     * whole (RocksDB's Java API reads no part of a value) and sent in chunks, each when the
+     * transport is ready for it, on a large-value thread.
+     */
+    @Override
+    public void readValue(GetRequest request, StreamObserver<ReadValueResponse> response) {
+        ServerCallStreamObserver<ReadValueResponse> call =
+                (ServerCallStreamObserver<ReadValueResponse>) response;
+        ValueStream stream;
+        try {
+            if (shuttingDown) {
+                throw KvServerException.shuttingDown();
+            }
+            ShardStore shard = ownedShard(table(request.getTable()), request.getShard().getShard());
+            if (!limits.keyFits(request.getKey())) {
+                throw limits.keyTooLarge(request.getKey(), "ReadValue of " + shard);
+            }
+            stream =
+                    new ValueStream(
+                            call,
+                            shard,
+                            request.getShard().getEpoch(),
+                            request.getKey().toByteArray());
+        } catch (RuntimeException e) {
+            fail(call, "ReadValue", e);
+            return;
+        }
+        call.setOnReadyHandler(stream::wakeUp);
+        call.setOnCancelHandler(stream::wakeUp);
+        try {
+            large.executor().execute(stream);
+        } catch (RejectedExecutionException e) {
+            call.onError(ErrorStatus.of(KvServerException.shuttingDown()));
+        }
+    }
+
+    /** One ReadValue response stream. */
+    private final class ValueStream implements Runnable {
+        private final ServerCallStreamObserver<ReadValueResponse> call;
+        private final ShardStore shard;
+        private final long epoch;
+        private final byte[] key;
+        private final Object readiness = new Object();
+
+        ValueStream(
+                ServerCallStreamObserver<ReadValueResponse> call,
+                ShardStore shard,
+                long epoch,
+                byte[] key) {
+            this.call = call;
+            this.shard = shard;
+            this.epoch = epoch;
+            this.key = key;
+        }
+
+        void wakeUp() {
+            synchronized (readiness) {
+                readiness.notifyAll();
+            }
+        }
+
+        @Override
+        public void run() {
+            long reserved = 0;
+            try {
+                if (call.isCancelled()) {
+                    return;
+                }
+                long size = shard.valueSize(epoch, key);
+                if (size > 0) {
+                    checkReadable(size);
+                    if (!large.reserve(size, call::isCancelled)) {
+                        return;
+                    }
+                    reserved = size;
+                }
+                byte[] value = size < 0 ? null : shard.get(epoch, key);
+                if (value != null && value.length > reserved) {
+                    // It grew since its size was read.
+                    checkReadable(value.length);
+                    long more = value.length - reserved;
+                    if (!large.reserve(more, call::isCancelled)) {
+                        return;
+                    }
+                    reserved += more;
+                }
+                send(
+                        ReadValueResponse.newBuilder()
+                                .setHeader(
+                                        ValueHeader.newBuilder()
+                                                .setFound(value != null)
+                                                .setValueBytes(value == null ? 0 : value.length))
+                                .build());
+                if (value != null) {
+                    for (int at = 0; at < value.length; at += LargeValues.CHUNK_BYTES) {
+                        int n = Math.min(LargeValues.CHUNK_BYTES, value.length - at);
+                        // Wrapped: this array was read for this call and is never written.
+                        send(
+                                ReadValueResponse.newBuilder()
+                                        .setChunk(UnsafeByteOperations.unsafeWrap(value, at, n))
+                                        .build());
+                    }
+                }
+                call.onCompleted();
+            } catch (ClientGone e) {
+                LOG.debug("ReadValue of {} cancelled by the client", shard);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                call.onError(ErrorStatus.of(KvServerException.shuttingDown()));
+            } catch (OutOfMemoryError e) {
+                call.onError(
+                        ErrorStatus.of(
+                                ErrorCode.STORAGE_ERROR,
+                                "ReadValue of "
+                                        + shard
+                                        + ": the kv-server's heap cannot hold the value (raise"
+                                        + " its -Xmx or lower large-values.memory-bytes)"));
+            } catch (RuntimeException e) {
+                fail(call, "ReadValue", e);
+            } finally {
+                if (reserved > 0) {
+                    large.release(reserved);
+                }
+            }
+        }
+
+        private void checkReadable(long size) {
+            if (!limits.largeValueFits(size)) {
+                throw limits.largeValueTooLarge(
+                        size,
+                        "ReadValue of "
+                                + shard
+                                + " (a list appended past the limit: every operand fit, their"
+                                + " join does not)");
+            }
+        }
+
+        private void send(ReadValueResponse message) throws ClientGone {
+            synchronized (readiness) {
+                while (!call.isReady()) {
+                    if (call.isCancelled()) {
+                        throw new ClientGone();
+                    }
+                    try {
+                        // Woken by onReady or onCancel; the timeout only guards a lost wake-up.
+                        readiness.wait(100);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new ClientGone();
+                    }
+                }
+            }
+            call.onNext(message);
+        }
+    }
+
+    /**
+     * Receives one value into the staging area. The header's size is reserved in the large-value
+     * budget before any chunk is asked for (inbound flow control: the client cannot send what the
+     * server has no room for), waiting on a large-value thread when it does not fit at once.
+     */
+    @Override
+    public StreamObserver<UploadValueRequest> uploadValue(
+            StreamObserver<UploadValueResponse> response) {
+        ServerCallStreamObserver<UploadValueResponse> call =
+                (ServerCallStreamObserver<UploadValueResponse>) response;
+        call.disableAutoRequest();
+        Upload upload = new Upload(call);
+        call.setOnCancelHandler(upload::abandon);
+        call.request(1);
+        return upload;
+    }
+
+    /** One UploadValue call; gRPC calls it serially, a large-value thread may too (the grant). */
+    private final class Upload implements StreamObserver<UploadValueRequest> {
+        private final ServerCallStreamObserver<UploadValueResponse> call;
+        @Nullable private String table;
+        private int shard;
+        @Nullable private byte[] value;
+        private int filled;
+        private long reserved;
+        private boolean done;
+
+        Upload(ServerCallStreamObserver<UploadValueResponse> call) {
+            this.call = call;
+        }
+
+        @Override
+        public synchronized void onNext(UploadValueRequest request) {
+            if (done) {
+                return;
+            }
+            try {
+                if (table == null) {
+                    header(request);
+                } else {
+                    chunk(request);
+                }
+            } catch (RuntimeException e) {
+                abandon();
+                fail(call, "UploadValue", e);
+            }
+        }
+
+        private void header(UploadValueRequest request) {
+            if (shuttingDown) {
+                throw KvServerException.shuttingDown();
+            }
+            if (!request.hasHeader()) {
+                throw KvServerException.invalid("UploadValue: the stream must start with a header");
+            }
+            TableStore t = table(request.getTable());
+            ShardStore s = ownedShard(t, request.getHeader().getShard().getShard());
+            long size = request.getHeader().getValueBytes();
+            if (size < 0) {
+                throw KvServerException.invalid("UploadValue to " + s + ": negative size " + size);
+            }
+            if (!limits.largeValueFits(size)) {
+                throw limits.largeValueTooLarge(size, "UploadValue to " + s);
+            }
+            table = t.name();
+            shard = s.shard();
+            if (large.tryReserve(size)) {
+                granted(size);
+                return;
+            }
+            try {
+                large.executor()
+                        .execute(
+                                () -> {
+                                    try {
+                                        if (large.reserve(size, call::isCancelled)) {
+                                            synchronized (this) {
+                                                if (done) {
+                                                    large.release(size);
+                                                } else {
+                                                    granted(size);
+                                                }
+                                            }
+                                        }
+                                    } catch (InterruptedException e) {
+                                        Thread.currentThread().interrupt();
+                                    } catch (RuntimeException e) {
+                                        synchronized (this) {
+                                            abandon();
+                                            fail(call, "UploadValue", e);
+                                        }
+                                    }
+                                });
+            } catch (RejectedExecutionException e) {
+                throw KvServerException.shuttingDown();
+            }
+        }
+
+        private void granted(long size) {
+            reserved = size;
+            try {
+                value = new byte[(int) size];
+            } catch (OutOfMemoryError e) {
+                throw new KvServerException(
+                        ErrorCode.STORAGE_ERROR,
+                        "UploadValue of "
+                                + size
+                                + " bytes: the kv-server's heap cannot hold the value (raise its"
+                                + " -Xmx or lower large-values.memory-bytes)");
+            }
+            call.request(1);
+        }
+
+        private void chunk(UploadValueRequest request) {
+            if (!request.getTable().equals(table) || request.hasHeader()) {
+                throw KvServerException.invalid(
+                        "UploadValue: a chunk of another table, or a second header");
+            }
+            ByteString chunk = request.getChunk();
+            if (chunk.size() > value.length - filled) {
+                throw KvServerException.invalid(
+                        "UploadValue to table '"
+                                + table
+                                + "' shard "
+                                + shard
+                                + ": more bytes than the header's "
+                                + value.length);
+            }
+            chunk.copyTo(value, filled);
+            filled += chunk.size();
+            call.request(1);
+        }
+
+        @Override
+        public synchronized void onCompleted() {
+            if (done) {
+                return;
+            }
+            try {
+                if (value == null || filled != value.length) {
+                    throw KvServerException.invalid(
+                            "UploadValue to table '"
+                                    + table
+                                    + "' shard "
+                                    + shard
+                                    + ": the stream ended after "
+                                    + filled
+                                    + " of "
+                                    + (value == null ? "?" : value.length)
+                                    + " bytes");
+                }
+            } catch (RuntimeException e) {
+                abandon();
+                fail(call, "UploadValue", e);
+                return;
+            }
+            done = true;
+            // The reservation now belongs to the staged value (released by its Write or expiry).
+            long id = large.stage(table, shard, value);
+            value = null;
+            reserved = 0;
+            call.onNext(UploadValueResponse.newBuilder().setStagedValueId(id).build());
+            call.onCompleted();
+        }
+
+        @Override
+        public synchronized void onError(Throwable t) {
+            abandon();
+        }
+
+        /** Ends the call's hold on the budget; nothing is staged. */
+        synchronized void abandon() {
+            done = true;
+            value = null;
+            if (reserved > 0) {
+                large.release(reserved);
+                reserved = 0;
+            }
         }
     }
 

@@ -26,6 +26,7 @@ final class RequestLimits {
                 .setMaxOpsPerRequest(limits.maxOpsPerRequest())
                 .setMaxScanPageEntries(limits.maxScanPageEntries())
                 .setMaxScanPageBytes(limits.maxScanPageBytes())
+                .setMaxInlineValueBytes(limits.maxInlineValueBytes())
                 .build();
     }
 
@@ -71,19 +72,48 @@ final class RequestLimits {
                         + " bytes");
     }
 
+    /** Whether a value may travel inside its message. */
     boolean valueFits(ByteString value) {
-        return value.size() <= limits.maxValueBytes();
+        return value.size() <= limits.maxInlineValueBytes();
     }
 
     KvServerException valueTooLarge(ByteString value, String where) {
+        if (value.size() > limits.maxValueBytes()) {
+            return largeValueTooLarge(value.size(), where);
+        }
         return exceeded(
                 "value of "
                         + value.size()
                         + " bytes in "
                         + where
+                        + " exceeds the inline limit of "
+                        + limits.maxInlineValueBytes()
+                        + " bytes (limits.max-inline-value-bytes): larger values go by"
+                        + " UploadValue, which this client did not use");
+    }
+
+    int maxInlineValueBytes() {
+        return limits.maxInlineValueBytes();
+    }
+
+    /** Whether a value (of any transfer) is within the largest a value may be. */
+    boolean largeValueFits(long valueBytes) {
+        return valueBytes <= limits.maxValueBytes();
+    }
+
+    KvServerException largeValueTooLarge(long valueBytes, String where) {
+        return exceeded(
+                "value of "
+                        + valueBytes
+                        + " bytes in "
+                        + where
                         + " exceeds the limit of "
                         + limits.maxValueBytes()
-                        + " bytes");
+                        + " bytes (limits.max-value-bytes)");
+    }
+
+    long maxRequestBytes() {
+        return limits.maxRequestBytes();
     }
 
     boolean requestFits(int serializedBytes) {

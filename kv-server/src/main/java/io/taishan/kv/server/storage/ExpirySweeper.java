@@ -98,7 +98,26 @@ public final class ExpirySweeper implements AutoCloseable {
             byte[] prefix = stateIdBytes(ttl.stateId());
             byte[] start = prefix;
             while (start != null && !Thread.currentThread().isInterrupted()) {
-                ScanPage page = shard.sweepPage(start, prefix, PAGE_ENTRIES, PAGE_BYTES, epoch);
+                // Value-like entries are decided by their timestamp alone, so only that is read
+                // onto the heap (a 512 MiB value costs 9 bytes here); lists whole, up to a bound.
+                ScanPage page =
+                        ttl.layout() == StateTtl.Layout.LIST
+                                ? shard.sweepPage(
+                                        start,
+                                        prefix,
+                                        PAGE_ENTRIES,
+                                        PAGE_BYTES,
+                                        epoch,
+                                        ShardStore.SWEEP_MAX_INLINE,
+                                        0)
+                                : shard.sweepPage(
+                                        start,
+                                        prefix,
+                                        PAGE_ENTRIES,
+                                        PAGE_BYTES,
+                                        epoch,
+                                        Integer.MAX_VALUE,
+                                        StateTtl.TIMESTAMP_PREFIX_BYTES);
                 if (page == null) {
                     return deleted;
                 }
@@ -106,7 +125,7 @@ public final class ExpirySweeper implements AutoCloseable {
                 long bytes = 0;
                 for (ScanPage.Entry entry : page.entries()) {
                     bytes += entry.key().length + entry.value().length;
-                    if (ttl.expired(entry.value(), ttlNow)) {
+                    if (entry.value() != ShardStore.CHUNKED && ttl.expired(entry.value(), ttlNow)) {
                         expired.add(entry.key());
                     }
                 }

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import javax.annotation.Nullable;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.FlushOptions;
 import org.rocksdb.Options;
@@ -20,6 +21,24 @@ import org.rocksdb.WriteBatch;
 /** One open RocksDB instance: the live data of one shard. Not concerned with locking. */
 final class ShardDb implements AutoCloseable {
     private static final byte[] EMPTY = new byte[0];
+
+    /**
+     * What a bounded read answers, by identity, for a value larger than it may return inline: the
+     * value is there, and must be read whole with {@link #get(byte[])} under the large-value
+     * budget.
+     */
+    static final byte[] CHUNKED = new byte[0];
+
+    /**
+     * Bounded reads copy the value into this first: RocksDB's Java API reads a value only whole,
+     * but into a caller's array it copies just what fits and tells the full size, so a large value
+     * is never allocated on the heap by a read that may not hold it. Values up to this size (nearly
+     * all) are copied out of it once; larger ones that may still go inline are read again.
+     */
+    private static final int PROBE_BYTES = 16 << 10;
+
+    private static final ThreadLocal<byte[]> PROBE =
+            ThreadLocal.withInitial(() -> new byte[PROBE_BYTES]);
 
     private final RocksResources resources;
     private final Options options;
@@ -49,6 +68,60 @@ final class ShardDb implements AutoCloseable {
         return db.multiGetAsList(keys);
     }
 
+    /**
+     * The value, null if absent, or {@link #CHUNKED} if it is larger than {@code maxInline}; never
+     * allocates more than {@code maxInline} bytes.
+     */
+    @Nullable
+    byte[] getInline(byte[] key, int maxInline) throws RocksDBException {
+        byte[] probe = PROBE.get();
+        int size = db.get(key, probe);
+        if (size == RocksDB.NOT_FOUND) {
+            return null;
+        }
+        if (size <= probe.length) {
+            return size <= maxInline ? Arrays.copyOf(probe, size) : CHUNKED;
+        }
+        if (size > maxInline) {
+            return CHUNKED;
+        }
+        // Between the two reads the value may have changed.
+        byte[] value = db.get(key);
+        return value == null || value.length <= maxInline ? value : CHUNKED;
+    }
+
+    /** The value's size, or -1 if absent; allocates nothing of the value's size on the heap. */
+    long valueSize(byte[] key) throws RocksDBException {
+        int size = db.get(key, PROBE.get());
+        return size == RocksDB.NOT_FOUND ? -1 : size;
+    }
+
+    /** The first {@code n} bytes of the value (fewer if it is shorter), or null if absent. */
+    @Nullable
+    byte[] getPrefix(byte[] key, int n) throws RocksDBException {
+        byte[] probe = PROBE.get();
+        int size = db.get(key, probe);
+        return size == RocksDB.NOT_FOUND ? null : Arrays.copyOf(probe, Math.min(n, size));
+    }
+
+    /**
+     * {@link #getInline} for each key; once the values returned reach {@code maxTotalInline} bytes,
+     * larger ones than what is left are {@link #CHUNKED} too, so one answer stays bounded.
+     */
+    List<byte[]> multiGetInline(List<byte[]> keys, int maxInline, long maxTotalInline)
+            throws RocksDBException {
+        List<byte[]> values = new ArrayList<>(keys.size());
+        long left = maxTotalInline;
+        for (byte[] key : keys) {
+            byte[] value = getInline(key, (int) Math.max(0, Math.min(maxInline, left)));
+            if (value != null && value != CHUNKED) {
+                left -= value.length;
+            }
+            values.add(value);
+        }
+        return values;
+    }
+
     void write(WriteBatch batch) throws RocksDBException {
         db.write(resources.writeOptions(), batch);
     }
@@ -65,6 +138,25 @@ final class ShardDb implements AutoCloseable {
             int maxEntries,
             long maxBytes,
             boolean keysOnly)
+            throws RocksDBException {
+        return scan(start, end, prefix, maxEntries, maxBytes, keysOnly, Integer.MAX_VALUE, 0);
+    }
+
+    /**
+     * {@link #scan(byte[], byte[], byte[], int, long, boolean)} with values larger than {@code
+     * maxInline} as {@link #CHUNKED} (counted as their key in the page's bytes), or, with {@code
+     * valuePrefixBytes > 0}, only each value's first bytes (an expiry sweep needs no more than its
+     * timestamp).
+     */
+    ScanPage scan(
+            byte[] start,
+            byte[] end,
+            byte[] prefix,
+            int maxEntries,
+            long maxBytes,
+            boolean keysOnly,
+            int maxInline,
+            int valuePrefixBytes)
             throws RocksDBException {
         byte[] lower = start;
         if (prefix.length > 0 && Arrays.compareUnsigned(prefix, lower) > 0) {
@@ -92,7 +184,7 @@ final class ShardDb implements AutoCloseable {
                 long bytes = 0;
                 while (it.isValid() && entries.size() < maxEntries && bytes < maxBytes) {
                     byte[] key = it.key();
-                    byte[] value = keysOnly ? EMPTY : it.value();
+                    byte[] value = keysOnly ? EMPTY : boundedValue(it, maxInline, valuePrefixBytes);
                     entries.add(new ScanPage.Entry(key, value));
                     bytes += key.length + value.length;
                     it.next();
@@ -102,6 +194,21 @@ final class ShardDb implements AutoCloseable {
                 return new ScanPage(entries, hasMore, hasMore ? it.key() : EMPTY);
             }
         }
+    }
+
+    private static byte[] boundedValue(RocksIterator it, int maxInline, int valuePrefixBytes) {
+        if (maxInline == Integer.MAX_VALUE && valuePrefixBytes == 0) {
+            return it.value();
+        }
+        byte[] probe = PROBE.get();
+        int size = it.value(probe);
+        if (valuePrefixBytes > 0) {
+            return Arrays.copyOf(probe, Math.min(size, Math.min(valuePrefixBytes, probe.length)));
+        }
+        if (size > maxInline) {
+            return CHUNKED;
+        }
+        return size <= probe.length ? Arrays.copyOf(probe, size) : it.value();
     }
 
     /**

@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongFunction;
 import javax.annotation.Nullable;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.WriteBatch;
@@ -203,6 +204,49 @@ public final class ShardStore {
         return read(callerEpoch, "multi-get", db -> db.multiGet(keys));
     }
 
+    /**
+     * What a bounded read answers, by identity, for a value larger than the caller may take inline
+     * (to be read with {@link #get} under the large-value budget).
+     */
+    public static final byte[] CHUNKED = ShardDb.CHUNKED;
+
+    /** {@link #get}, but a value larger than {@code maxInline} is {@link #CHUNKED}. */
+    @Nullable
+    public byte[] getInline(long callerEpoch, byte[] key, int maxInline) {
+        return read(callerEpoch, "get", db -> db.getInline(key, maxInline));
+    }
+
+    /** The value's size, -1 if absent, without reading it onto the heap. */
+    public long valueSize(long callerEpoch, byte[] key) {
+        return read(callerEpoch, "get", db -> db.valueSize(key));
+    }
+
+    /**
+     * {@link #multiGet} with values larger than {@code maxInline}, or than what is left of {@code
+     * maxTotalInline}, as {@link #CHUNKED}.
+     */
+    public List<byte[]> multiGetInline(
+            long callerEpoch, List<byte[]> keys, int maxInline, long maxTotalInline) {
+        return read(
+                callerEpoch, "multi-get", db -> db.multiGetInline(keys, maxInline, maxTotalInline));
+    }
+
+    /** {@link #scan} with values larger than {@code maxInline} as {@link #CHUNKED}. */
+    public ScanPage scanInline(
+            long callerEpoch,
+            byte[] start,
+            byte[] end,
+            byte[] prefix,
+            int maxEntries,
+            long maxBytes,
+            boolean keysOnly,
+            int maxInline) {
+        return read(
+                callerEpoch,
+                "scan",
+                db -> db.scan(start, end, prefix, maxEntries, maxBytes, keysOnly, maxInline, 0));
+    }
+
     public ScanPage scan(
             long callerEpoch,
             byte[] start,
@@ -230,6 +274,15 @@ public final class ShardStore {
      */
     @Nullable
     public byte[] getIfReady(long callerEpoch, byte[] key) {
+        return getIfReady(callerEpoch, key, Integer.MAX_VALUE);
+    }
+
+    /**
+     * {@link #getIfReady(long, byte[])} with a value larger than {@code maxInline} {@link
+     * #CHUNKED}.
+     */
+    @Nullable
+    public byte[] getIfReady(long callerEpoch, byte[] key, int maxInline) {
         if (!tryReadLock()) {
             return NOT_READY;
         }
@@ -241,7 +294,7 @@ public final class ShardStore {
             checkUsable();
             checkEpoch(callerEpoch);
             lastAccessNanos = System.nanoTime();
-            return db.get(key);
+            return maxInline == Integer.MAX_VALUE ? db.get(key) : db.getInline(key, maxInline);
         } catch (RocksDBException e) {
             throw KvServerException.storage("get on " + this, e);
         } finally {
@@ -252,6 +305,13 @@ public final class ShardStore {
     /** {@link #multiGet} unless it would wait (see {@link #getIfReady}); null then. */
     @Nullable
     public List<byte[]> multiGetIfReady(long callerEpoch, List<byte[]> keys) {
+        return multiGetIfReady(callerEpoch, keys, Integer.MAX_VALUE, Long.MAX_VALUE);
+    }
+
+    /** {@link #multiGetInline} unless it would wait (see {@link #getIfReady}); null then. */
+    @Nullable
+    public List<byte[]> multiGetIfReady(
+            long callerEpoch, List<byte[]> keys, int maxInline, long maxTotalInline) {
         if (!tryReadLock()) {
             return null;
         }
@@ -263,7 +323,9 @@ public final class ShardStore {
             checkUsable();
             checkEpoch(callerEpoch);
             lastAccessNanos = System.nanoTime();
-            return db.multiGet(keys);
+            return maxInline == Integer.MAX_VALUE
+                    ? db.multiGet(keys)
+                    : db.multiGetInline(keys, maxInline, maxTotalInline);
         } catch (RocksDBException e) {
             throw KvServerException.storage("multi-get on " + this, e);
         } finally {
@@ -333,10 +395,19 @@ public final class ShardStore {
          * @return the snapshots the markers took, in order
          */
         public List<SnapshotMeta> apply(List<WriteOp> ops) {
+            return apply(ops, id -> null);
+        }
+
+        /**
+         * {@link #apply(List)} where a Put or Append naming a staged value ({@code
+         * staged_value_id}) writes {@code staged.apply(id)}, which the service took out of its
+         * staging area when it validated the request.
+         */
+        public List<SnapshotMeta> apply(List<WriteOp> ops, LongFunction<byte[]> staged) {
             writer.lock();
             try {
                 lastActivityMillis = System.currentTimeMillis();
-                return applyLocked(ops);
+                return applyLocked(ops, staged);
             } finally {
                 writer.unlock();
             }
@@ -366,7 +437,7 @@ public final class ShardStore {
         }
     }
 
-    private List<SnapshotMeta> applyLocked(List<WriteOp> ops) {
+    private List<SnapshotMeta> applyLocked(List<WriteOp> ops, LongFunction<byte[]> staged) {
         List<SnapshotMeta> taken = new ArrayList<>(0);
         WriteBatch batch = new WriteBatch();
         // The filter gets the keys of a batch only once RocksDB has applied it.
@@ -377,7 +448,12 @@ public final class ShardStore {
                 switch (op.getOpCase()) {
                     case PUT -> {
                         byte[] key = op.getPut().getKey().toByteArray();
-                        batch.put(key, op.getPut().getValue().toByteArray());
+                        long stagedId = op.getPut().getStagedValueId();
+                        batch.put(
+                                key,
+                                stagedId != 0
+                                        ? stagedValue(staged, stagedId)
+                                        : op.getPut().getValue().toByteArray());
                         if (!op.getPut().getScanOnly()) {
                             hashes[hashed++] = KeyHash.hash(key);
                         }
@@ -392,7 +468,12 @@ public final class ShardStore {
                     }
                     case APPEND -> {
                         byte[] key = op.getAppend().getKey().toByteArray();
-                        batch.merge(key, op.getAppend().getValue().toByteArray());
+                        long stagedId = op.getAppend().getStagedValueId();
+                        batch.merge(
+                                key,
+                                stagedId != 0
+                                        ? stagedValue(staged, stagedId)
+                                        : op.getAppend().getValue().toByteArray());
                         hashes[hashed++] = KeyHash.hash(key);
                     }
                     case SNAPSHOT -> {
@@ -418,6 +499,15 @@ public final class ShardStore {
         } finally {
             batch.close();
         }
+    }
+
+    private byte[] stagedValue(LongFunction<byte[]> staged, long id) {
+        byte[] value = staged.apply(id);
+        if (value == null) {
+            throw KvServerException.invalid(
+                    "write to " + this + " names staged value " + id + ", which was not taken");
+        }
+        return value;
     }
 
     private void commit(WriteBatch batch, long[] hashes, int hashed) throws RocksDBException {
@@ -705,12 +795,42 @@ public final class ShardStore {
     @Nullable
     ScanPage sweepPage(
             byte[] start, byte[] prefix, int maxEntries, long maxBytes, long expectedEpoch) {
+        return sweepPage(start, prefix, maxEntries, maxBytes, expectedEpoch, SWEEP_MAX_INLINE, 0);
+    }
+
+    /**
+     * The largest value an expiry sweep reads whole (a list); larger ones are never expired by the
+     * server (Flink's TTL wrapper still hides their expired elements).
+     */
+    static final int SWEEP_MAX_INLINE = 1 << 20;
+
+    /**
+     * A sweep's page with values bounded: {@link #CHUNKED} above {@code maxInline}, or only their
+     * first {@code valuePrefixBytes} bytes when that is set.
+     */
+    @Nullable
+    ScanPage sweepPage(
+            byte[] start,
+            byte[] prefix,
+            int maxEntries,
+            long maxBytes,
+            long expectedEpoch,
+            int maxInline,
+            int valuePrefixBytes) {
         state.readLock().lock();
         try {
             if (dropped || shutDown || engine.isClosed() || epoch != expectedEpoch) {
                 return null;
             }
-            return liveDb().scan(start, new byte[0], prefix, maxEntries, maxBytes, false);
+            return liveDb().scan(
+                            start,
+                            new byte[0],
+                            prefix,
+                            maxEntries,
+                            maxBytes,
+                            false,
+                            maxInline,
+                            valuePrefixBytes);
         } catch (RocksDBException e) {
             throw KvServerException.storage("expiry scan of " + this, e);
         } finally {
@@ -740,8 +860,12 @@ public final class ShardStore {
                 ShardDb db = liveDb();
                 int deleted = 0;
                 for (byte[] key : keys) {
-                    byte[] value = db.get(key);
-                    if (value != null && ttl.expired(value, ttlNow)) {
+                    // Only what the check needs: a large value is never read whole here.
+                    byte[] value =
+                            ttl.layout() == StateTtl.Layout.LIST
+                                    ? db.getInline(key, SWEEP_MAX_INLINE)
+                                    : db.getPrefix(key, StateTtl.TIMESTAMP_PREFIX_BYTES);
+                    if (value != null && value != CHUNKED && ttl.expired(value, ttlNow)) {
                         batch.delete(key);
                         deleted++;
                     }

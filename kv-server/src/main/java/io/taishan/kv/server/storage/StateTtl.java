@@ -17,6 +17,9 @@ package io.taishan.kv.server.storage;
  */
 public record StateTtl(int stateId, long ttlMillis, Layout layout, int fixedElementBytes) {
 
+    /** Enough of a value or map entry's first bytes to tell whether it expired. */
+    public static final int TIMESTAMP_PREFIX_BYTES = 1 + Long.BYTES;
+
     /** Where a value keeps its timestamp. */
     public enum Layout {
         /** Value, reducing, aggregating state: the value starts with it. */

@@ -51,6 +51,9 @@ import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
+import io.taishan.kv.proto.UploadHeader;
+import io.taishan.kv.proto.UploadValueRequest;
+import io.taishan.kv.proto.UploadValueResponse;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.server.EmbeddedKvServer;
@@ -365,6 +368,17 @@ class TokenAuthEndToEndTest {
                                                 .build())
                                 .hasNext());
         calls.put(
+                "ReadValue",
+                s ->
+                        s.readValue(
+                                        GetRequest.newBuilder()
+                                                .setTable("team_b_t")
+                                                .setShard(bRef)
+                                                .setKey(ByteString.copyFromUtf8("k"))
+                                                .build())
+                                .hasNext());
+        calls.put("UploadValue", s -> uploadValue(s, "team_b_t", bRef));
+        calls.put(
                 "DescribeShards",
                 s ->
                         s.describeShards(
@@ -515,5 +529,48 @@ class TokenAuthEndToEndTest {
                 .setShard(ShardRef.newBuilder().setShard(lease.shard()).setEpoch(lease.epoch()))
                 .setKey(ByteString.copyFrom(b(key)))
                 .build();
+    }
+
+    /**
+     * A one-byte UploadValue on the blocking stub's channel and credentials; its failure thrown.
+     */
+    private static void uploadValue(KvServiceBlockingStub s, String table, ShardRef shard) {
+        java.util.concurrent.CompletableFuture<UploadValueResponse> answer =
+                new java.util.concurrent.CompletableFuture<>();
+        io.grpc.stub.StreamObserver<UploadValueRequest> requests =
+                KvServiceGrpc.newStub(s.getChannel())
+                        .uploadValue(
+                                new io.grpc.stub.StreamObserver<>() {
+                                    @Override
+                                    public void onNext(UploadValueResponse value) {
+                                        answer.complete(value);
+                                    }
+
+                                    @Override
+                                    public void onError(Throwable t) {
+                                        answer.completeExceptionally(t);
+                                    }
+
+                                    @Override
+                                    public void onCompleted() {}
+                                });
+        requests.onNext(
+                UploadValueRequest.newBuilder()
+                        .setTable(table)
+                        .setHeader(UploadHeader.newBuilder().setShard(shard).setValueBytes(1))
+                        .build());
+        requests.onNext(
+                UploadValueRequest.newBuilder()
+                        .setTable(table)
+                        .setChunk(ByteString.copyFromUtf8("x"))
+                        .build());
+        requests.onCompleted();
+        try {
+            answer.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw (RuntimeException) e.getCause();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 }
