@@ -41,6 +41,13 @@ public final class ReadCache {
     /** A cached list is extended by an append up to this size, else dropped. */
     static final int MAX_EXTENDED_BYTES = 16 << 10;
 
+    /**
+     * Larger values are never cached: both caches copy a value on every put and hit, and one such
+     * value would displace thousands of small ones. They are read from the server each time (as
+     * RocksDB's backend deserializes its value on every read too).
+     */
+    static final int MAX_CACHED_VALUE_BYTES = 1 << 20;
+
     private final StateCache cache;
     private final int firstShard;
     private final long[] shardSpaces;
@@ -87,7 +94,7 @@ public final class ReadCache {
             cache.putAbsent(space, key, StateCache.NEVER);
             return;
         }
-        long expireAt = expireAt(policy, value);
+        long expireAt = value.length > MAX_CACHED_VALUE_BYTES ? -1 : expireAt(policy, value);
         if (expireAt < 0) {
             cache.invalidate(space, key);
         } else {
@@ -123,6 +130,10 @@ public final class ReadCache {
             return;
         }
         long space = spaceOf(shard, key, policy, mapPrefixLength);
+        if (operand.length > MAX_CACHED_VALUE_BYTES) {
+            cache.invalidate(space, key);
+            return;
+        }
         byte[] cached = cache.get(space, key);
         if (cached == null) {
             if (wasAbsent) {

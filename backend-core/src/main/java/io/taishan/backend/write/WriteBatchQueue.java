@@ -139,7 +139,12 @@ public final class WriteBatchQueue
     public void put(ShardLease lease, byte[] key, byte[] value) {
         synchronized (lock) {
             Segment segment = segmentFor(key, value);
-            segment.batch.put(lease, key, value);
+            if (limits.chunked(value.length)) {
+                // The pending index holds this very array already: a large value is not copied.
+                segment.batch.putShared(lease, key, value);
+            } else {
+                segment.batch.put(lease, key, value);
+            }
             segment.keys.add(pending.put(key, value, segment.id));
             added(segment, key.length + value.length);
         }
@@ -171,7 +176,11 @@ public final class WriteBatchQueue
     public void append(ShardLease lease, byte[] key, byte[] value) {
         synchronized (lock) {
             Segment segment = segmentFor(key, value);
-            segment.batch.append(lease, key, value);
+            if (limits.chunked(value.length)) {
+                segment.batch.appendShared(lease, key, value);
+            } else {
+                segment.batch.append(lease, key, value);
+            }
             segment.keys.add(pending.append(key, value, segment.id));
             added(segment, key.length + value.length);
         }
@@ -396,7 +405,7 @@ public final class WriteBatchQueue
                             + (value == null ? 0 : value.length)
                             + " bytes (max "
                             + limits.maxValueBytes()
-                            + ")",
+                            + ", the kv-server's limits.max-value-bytes)",
                     null);
         }
         int payloadBytes = key.length + (value == null ? 0 : value.length);
@@ -410,7 +419,9 @@ public final class WriteBatchQueue
 
     @GuardedBy("lock")
     private void added(Segment segment, int payloadBytes) {
-        // Key and value are held twice: in the index and in the protobuf batch.
+        // Key and value are held twice: in the index and in the protobuf batch (a large value
+        // once, but it is counted twice all the same: one more in the gRPC buffers and on the
+        // server while it is sent). Alone over the bound, it waits only for its own batch.
         long bytes = 2L * payloadBytes + OP_OVERHEAD_BYTES;
         segment.opCount++;
         segment.bytes += bytes;
