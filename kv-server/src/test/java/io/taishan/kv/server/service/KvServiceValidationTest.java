@@ -394,6 +394,40 @@ class KvServiceValidationTest {
                 "limit of " + MAX_REQUEST + " bytes");
     }
 
+    /** A Write naming a staged value that was never uploaded changes nothing, and says why. */
+    @Test
+    void aWriteNamingAnUnknownStagedValueIsRefusedWhole() {
+        long epoch = open(0);
+        WriteOp staged =
+                WriteOp.newBuilder()
+                        .setPut(
+                                Put.newBuilder()
+                                        .setKey(ByteString.copyFromUtf8("big"))
+                                        .setStagedValueId(42))
+                        .build();
+        assertFails(
+                () -> kv.write(oneShard(epoch, put("before-staged", "v"), staged)),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "no staged value 42",
+                "op #1");
+        WriteOp both =
+                WriteOp.newBuilder()
+                        .setPut(
+                                Put.newBuilder()
+                                        .setKey(ByteString.copyFromUtf8("big"))
+                                        .setValue(ByteString.copyFromUtf8("v"))
+                                        .setStagedValueId(42))
+                        .build();
+        assertFails(
+                () -> kv.write(oneShard(epoch, both)),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "both a value and a staged value id");
+        assertThat(found(0, epoch, "before-staged")).isFalse();
+        assertThat(found(0, epoch, "big")).isFalse();
+    }
+
     private static WriteRequest oneShard(long epoch, WriteOp... ops) {
         return WriteRequest.newBuilder()
                 .setTable("t")
