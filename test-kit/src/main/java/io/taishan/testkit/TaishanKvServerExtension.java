@@ -188,10 +188,13 @@ public final class TaishanKvServerExtension
     }
 
     private static void checkNoFlinkRocksDb(ExtensionContext context) {
-        ClassLoader loader =
+        checkNoFlinkRocksDb(
                 context.getTestClass()
                         .map(Class::getClassLoader)
-                        .orElse(TaishanKvServerExtension.class.getClassLoader());
+                        .orElse(TaishanKvServerExtension.class.getClassLoader()));
+    }
+
+    static void checkNoFlinkRocksDb(ClassLoader loader) {
         try {
             // Not initialized: nothing native is loaded by looking.
             Class.forName(FLINK_ROCKSDB_CLASS, false, loader);

@@ -5,9 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.taishan.backend.TaishanStateBackend;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.TableInfo;
-import io.taishan.kv.server.EmbeddedKvServer;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -30,8 +27,6 @@ import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.test.junit5.MiniClusterExtension;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -143,45 +138,6 @@ class TaishanKvServerExtensionTest {
             long n = count.value() == null ? 1 : count.value() + 1;
             count.update(n);
             out.collect(Tuple2.of(ctx.getCurrentKey(), n));
-        }
-    }
-
-    /**
-     * Registered on an instance field: a server of its own for each test, gone after it. (Its
-     * parameters would compete with the class's server, so it is asked directly.)
-     */
-    @Nested
-    class PerTest {
-        private static final List<Path> DATA_DIRS = new ArrayList<>();
-
-        @RegisterExtension
-        final TaishanKvServerExtension ownServer = new TaishanKvServerExtension();
-
-        @Test
-        void first() {
-            checkOwn(ownServer.server());
-        }
-
-        @Test
-        void second() {
-            checkOwn(ownServer.server());
-        }
-
-        private void checkOwn(EmbeddedKvServer server) {
-            assertThat(server.address()).isNotEqualTo(KV_SERVER.address());
-            assertThat(server.dataDir()).isDirectory();
-            assertThat(ownServer.kvStore().listTables()).isEmpty();
-            synchronized (DATA_DIRS) {
-                assertThat(DATA_DIRS).doesNotContain(server.dataDir());
-                DATA_DIRS.forEach(d -> assertThat(d).as("an earlier test's server").doesNotExist());
-                DATA_DIRS.add(server.dataDir());
-            }
-        }
-
-        @AfterAll
-        static void everyServerWasStoppedAndItsDataDeleted() {
-            assertThat(DATA_DIRS).hasSize(2);
-            assertThat(DATA_DIRS).allSatisfy(d -> assertThat(Files.exists(d)).isFalse());
         }
     }
 }
