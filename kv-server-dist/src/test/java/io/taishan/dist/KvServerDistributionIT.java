@@ -32,8 +32,8 @@ import org.junit.jupiter.api.io.TempDir;
  * unpacked into a fresh directory, {@code bin/taishan-kv-server --config
  * conf/taishan-kv-server.properties} started from there as a real process (only the port changed to
  * a free one), a table written and read through the client, {@code bin/taishan-kv-admin health}
- * from another directory with java only on the PATH, the log file under {@code log/}, and SIGTERM
- * ending it cleanly.
+ * from another directory through a symbolic link with java only on the PATH, {@code gc} with and
+ * without FLINK_HOME, the log file under {@code log/}, and SIGTERM ending it cleanly.
  */
 class KvServerDistributionIT {
     private static final Duration STARTUP = Duration.ofSeconds(60);
@@ -83,15 +83,16 @@ class KvServerDistributionIT {
 
             writeAndRead(address);
 
-            // From another directory, JAVA_HOME unset, java only on the PATH.
+            // From another directory, through a symbolic link (as from /usr/local/bin), JAVA_HOME
+            // unset, java only on the PATH.
             Path elsewhere = Files.createDirectories(temp.resolve("elsewhere"));
+            Path link =
+                    Files.createSymbolicLink(
+                            elsewhere.resolve("kv-admin"),
+                            elsewhere.relativize(home.resolve("bin/taishan-kv-admin")));
             Result health =
                     UnpackedDistribution.run(
-                            List.of(
-                                    home.resolve("bin/taishan-kv-admin").toString(),
-                                    "--address",
-                                    address,
-                                    "health"),
+                            List.of(link.toString(), "--address", address, "health"),
                             elsewhere,
                             env("JAVA_HOME", null, "PATH", UnpackedDistribution.pathWithJava()),
                             COMMAND);
