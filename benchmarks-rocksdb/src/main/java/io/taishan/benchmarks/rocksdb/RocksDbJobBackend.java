@@ -25,7 +25,8 @@ public final class RocksDbJobBackend implements JobBackend.Provider {
     }
 
     @Override
-    public JobBackend open(String backend, Path workDir, Map<String, String> serverConfig)
+    public JobBackend open(
+            String backend, Path workDir, Map<String, String> serverConfig, boolean sampleStore)
             throws IOException {
         Path dir = Files.createDirectories(workDir.resolve("rocksdb"));
         return new JobBackend() {

@@ -16,7 +16,8 @@ public final class HashMapJobBackend implements JobBackend.Provider {
     }
 
     @Override
-    public JobBackend open(String backend, Path workDir, Map<String, String> serverConfig) {
+    public JobBackend open(
+            String backend, Path workDir, Map<String, String> serverConfig, boolean sampleStore) {
         return new JobBackend() {
             @Override
             public Configuration configuration() {

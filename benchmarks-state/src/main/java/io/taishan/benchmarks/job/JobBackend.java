@@ -53,8 +53,14 @@ public interface JobBackend extends AutoCloseable {
         /**
          * @param serverConfig kv-server configuration keys for a backend that starts one (e.g.
          *     {@code ttl.sweep-interval}); others ignore it
+         * @param sampleStore whether to sample the store every second ({@link #storeSamples}): the
+         *     count reads the whole store, so runs that do not need it leave it off
          */
-        JobBackend open(String backend, Path workDir, java.util.Map<String, String> serverConfig)
+        JobBackend open(
+                String backend,
+                Path workDir,
+                java.util.Map<String, String> serverConfig,
+                boolean sampleStore)
                 throws Exception;
 
         static Provider forBackend(String backend) {

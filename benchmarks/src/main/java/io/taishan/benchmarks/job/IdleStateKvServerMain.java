@@ -57,12 +57,15 @@ public final class IdleStateKvServerMain {
         }
         KvServerConfig config = KvServerConfig.builder().properties(props).dataDir(dataDir).build();
         try (EmbeddedKvServer server = EmbeddedKvServer.start(config)) {
+            // 0: no sampler; the count reads the whole store, a run that needs no samples saves it.
             Thread sampler =
                     new Thread(
                             () -> sample(server.storage(), samples, intervalMillis),
                             "idle-state-sampler");
             sampler.setDaemon(true);
-            sampler.start();
+            if (intervalMillis > 0) {
+                sampler.start();
+            }
             System.out.println(BenchKvServerMain.ADDRESS_LINE + server.address());
             System.out.flush();
             while (System.in.read() != -1) {

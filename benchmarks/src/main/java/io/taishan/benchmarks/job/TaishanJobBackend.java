@@ -29,13 +29,14 @@ public final class TaishanJobBackend implements JobBackend.Provider {
     }
 
     @Override
-    public JobBackend open(String backend, Path workDir, Map<String, String> serverConfig)
+    public JobBackend open(
+            String backend, Path workDir, Map<String, String> serverConfig, boolean sampleStore)
             throws IOException {
         Path samples = workDir.resolve("store-samples.csv");
         List<String> args = new ArrayList<>();
         args.add(Files.createDirectories(workDir.resolve("kv-data")).toString());
         args.add(samples.toString());
-        args.add(Long.toString(SAMPLE_MILLIS));
+        args.add(Long.toString(sampleStore ? SAMPLE_MILLIS : 0));
         serverConfig.forEach((k, v) -> args.add(k + "=" + v));
         ChildKvServer server =
                 ChildKvServer.start(
@@ -68,6 +69,9 @@ public final class TaishanJobBackend implements JobBackend.Provider {
             @Override
             public List<StoreSample> storeSamples() {
                 close();
+                if (!Files.exists(samples)) {
+                    return List.of();
+                }
                 try {
                     List<StoreSample> result = new ArrayList<>();
                     for (String line : Files.readAllLines(samples)) {
