@@ -119,6 +119,7 @@ class PluginOnStandaloneClusterIT {
                             + " restored and checkpointed again",
                     started);
 
+            int failuresBefore = rest.exceptions(jobId).size();
             int port = kv.port();
             kv.kill();
             kv = KvServerProcess.start(dataDir, "--port", Integer.toString(port));
@@ -132,8 +133,10 @@ class PluginOnStandaloneClusterIT {
                     started);
             List<String> causes = rest.exceptions(jobId);
             System.out.println("failover causes, newest first:");
-            causes.forEach(
-                    c -> System.out.println("  " + c.substring(0, Math.min(400, c.length()))));
+            causes.forEach(c -> System.out.println("  " + c));
+            assertThat(causes.size())
+                    .as("failures in the job's exception history after the kv-server crash")
+                    .isGreaterThan(failuresBefore);
 
             Files.createFile(release);
             JobStatus finished =
@@ -181,12 +184,14 @@ class PluginOnStandaloneClusterIT {
         // A killed TaskManager is given up after seconds, not Flink's default 50 s.
         config.put("heartbeat.interval", "1000");
         config.put("heartbeat.timeout", "5000");
+        // Every failure kept, so that the test sees the ones after the kv-server crash.
+        config.put("web.exception-history-size", "100");
         return config;
     }
 
     /**
-     * Waits until the job has restored a checkpoint newer than before {@code previous} ... and
-     * checkpointed again with every subtask running.
+     * Waits until the job has restored a checkpoint once more than at {@code previous}, runs on
+     * every subtask, and has completed a checkpoint since that restore.
      */
     private static JobStatus awaitRecovery(
             StandaloneFlinkCluster cluster, FlinkRest rest, String jobId, JobStatus previous)
