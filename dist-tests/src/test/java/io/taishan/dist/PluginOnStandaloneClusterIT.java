@@ -49,8 +49,11 @@ class PluginOnStandaloneClusterIT {
     private static final Schedule SCHEDULE = new Schedule(64, 100);
     private static final int PARALLELISM = 2;
 
-    /** Slow enough that the input outlasts every kill by minutes, until the release. */
-    private static final double RECORDS_PER_SECOND_PER_SUBTASK = 10;
+    /**
+     * Slow enough that the input (6,400 records, 2 subtasks: 640 s) outlasts every wait below put
+     * together; the release then lets the rest through at full speed.
+     */
+    private static final double RECORDS_PER_SECOND_PER_SUBTASK = 5;
 
     private static final Duration CLUSTER_START = Duration.ofSeconds(90);
     private static final Duration FIRST_CHECKPOINTS = Duration.ofSeconds(120);
