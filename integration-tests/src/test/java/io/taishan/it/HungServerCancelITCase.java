@@ -7,6 +7,7 @@ import io.taishan.it.harness.TaishanBackendFixture;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.flink.api.common.JobStatus;
@@ -18,15 +19,17 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.metrics.Gauge;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.streaming.util.TestStreamEnvironment;
 import org.apache.flink.test.junit5.InjectMiniCluster;
 import org.apache.flink.test.junit5.MiniClusterExtension;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A kv-server that hangs (stopped with SIGSTOP: connections stay open, nothing answers) must not
@@ -41,11 +44,20 @@ class HungServerCancelITCase {
     private static final Duration CANCEL_BOUND = Duration.ofSeconds(5);
 
     static final AtomicLong PROCESSED = new AtomicLong();
+    static final AtomicLong NEW_KEYS = new AtomicLong();
 
-    @Test
+    /**
+     * @param writeEveryRecord true: tasks end up waiting on the full write queue; false: each key
+     *     is written once, then only read, so tasks end up blocked in a remote read
+     */
+    @ParameterizedTest(name = "writeEveryRecord={0}")
+    @ValueSource(booleans = {true, false})
     @Timeout(180)
     void cancellingAJobBlockedOnAHungServerDoesNotWaitForADeadline(
-            @InjectMiniCluster MiniCluster cluster, @TempDir Path workDir) throws Exception {
+            boolean writeEveryRecord, @InjectMiniCluster MiniCluster cluster, @TempDir Path workDir)
+            throws Exception {
+        PROCESSED.set(0);
+        NEW_KEYS.set(0);
         try (TaishanBackendFixture backend = TaishanBackendFixture.start(workDir)) {
             Configuration config = backend.configuration();
             config.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
@@ -55,15 +67,26 @@ class HungServerCancelITCase {
                     new TestStreamEnvironment(cluster, config, 2, List.of(), List.of());
             env.fromSequence(0, Long.MAX_VALUE)
                     .keyBy(n -> n % 1_000, Types.LONG)
-                    .map(new ReadAndCount())
+                    .map(new ReadAndCount(writeEveryRecord))
                     .sinkTo(new DiscardingSink<>());
             JobClient job = env.executeAsync("reads on a kv-server that will hang");
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-            while (PROCESSED.get() < 20_000) {
+            while (PROCESSED.get() < 20_000 || NEW_KEYS.get() < 1_000) {
                 assertThat(System.nanoTime())
-                        .as("20,000 records within 120 s")
+                        .as("every key and 20,000 records within 120 s")
                         .isLessThan(deadline);
                 Thread.sleep(50);
+            }
+            assertThat(NEW_KEYS.get()).as("keys read as absent").isEqualTo(1_000);
+            if (!writeEveryRecord) {
+                // Nothing in flight when the server hangs: every write acknowledged, so reads go
+                // to the server (unacknowledged writes would answer them).
+                while (ItCluster.findMetrics(job.getJobID(), ".*writeQueueOps").values().stream()
+                        .anyMatch(m -> ((Number) ((Gauge<?>) m).getValue()).longValue() != 0)) {
+                    assertThat(System.nanoTime()).as("writes acknowledged").isLessThan(deadline);
+                    Thread.sleep(50);
+                }
+                assertThat(ItCluster.findMetrics(job.getJobID(), ".*writeQueueOps")).hasSize(2);
             }
 
             long pid = backend.serverPid();
@@ -80,7 +103,17 @@ class HungServerCancelITCase {
                 } while (PROCESSED.get() != before);
 
                 long start = System.nanoTime();
-                job.cancel().get(60, TimeUnit.SECONDS);
+                try {
+                    job.cancel().get(60, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    Throwable why = e;
+                    try {
+                        job.getJobExecutionResult().get();
+                    } catch (ExecutionException failure) {
+                        why = failure;
+                    }
+                    throw new AssertionError("the job did not cancel", why);
+                }
                 while (!job.getJobStatus().get().isGloballyTerminalState()) {
                     Thread.sleep(20);
                 }
@@ -102,7 +135,12 @@ class HungServerCancelITCase {
 
     /** Reads and writes its key's count: every record is a remote read when the cache is off. */
     static final class ReadAndCount extends RichMapFunction<Long, Long> {
+        private final boolean writeEveryRecord;
         private transient ValueState<Long> count;
+
+        ReadAndCount(boolean writeEveryRecord) {
+            this.writeEveryRecord = writeEveryRecord;
+        }
 
         @Override
         public void open(OpenContext context) {
@@ -112,7 +150,12 @@ class HungServerCancelITCase {
         @Override
         public Long map(Long value) throws Exception {
             Long n = count.value();
-            count.update(n == null ? 1 : n + 1);
+            if (n == null) {
+                NEW_KEYS.incrementAndGet();
+            }
+            if (n == null || writeEveryRecord) {
+                count.update(n == null ? 1 : n + 1);
+            }
             PROCESSED.incrementAndGet();
             return value;
         }

@@ -1,7 +1,9 @@
 package io.taishan.backend.remote;
 
+import io.taishan.kv.client.CallDeadline;
 import io.taishan.kv.client.CloseableIterator;
 import io.taishan.kv.client.KvException;
+import java.time.Duration;
 import java.util.function.Supplier;
 import org.apache.flink.util.ExceptionUtils;
 
@@ -9,9 +11,17 @@ import org.apache.flink.util.ExceptionUtils;
  * Remote reads that an interrupt does not break, as RocksDB's JNI reads are not broken by one:
  * Flink's code (and its test suite) interrupts threads that read state, and expects the read to
  * finish. The call is repeated if an interrupt cancelled it, and the interrupt flag is restored
- * afterwards. Each call is still bounded by the client's deadline.
+ * afterwards.
+ *
+ * <p>The repeat must end within {@link #REPEAT_BOUND}: a live server answers in well under a
+ * millisecond, so no read from a healthy server is ever broken, while a hung server cannot hold a
+ * task that Flink cancels (it interrupts the task thread once, then only every 30 s) for longer
+ * than that bound. Without it, the repeated read waited for the client's deadline and retries, and
+ * each later interrupt started them again: minutes.
  */
 public final class Uninterruptibly {
+    static final Duration REPEAT_BOUND = Duration.ofSeconds(1);
+
     private Uninterruptibly() {}
 
     public static <T> T call(Supplier<T> remoteCall) {
@@ -19,7 +29,9 @@ public final class Uninterruptibly {
         try {
             while (true) {
                 try {
-                    return remoteCall.get();
+                    return interrupted
+                            ? CallDeadline.within(REPEAT_BOUND, remoteCall)
+                            : remoteCall.get();
                 } catch (KvException e) {
                     boolean cancelledByInterrupt =
                             Thread.interrupted()

@@ -4,6 +4,7 @@ import io.taishan.it.job.JobRecorder;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.flink.api.common.JobID;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.TaskManagerOptions;
@@ -50,6 +51,15 @@ public final class ItCluster {
                         .setNumberSlotsPerTaskManager(SLOTS)
                         .setConfiguration(config)
                         .build());
+    }
+
+    /** A job's metrics whose identifier matches {@code identifierPattern} (a regex). */
+    public static Map<String, Metric> findMetrics(JobID job, String identifierPattern) {
+        Map<String, Metric> found = new java.util.HashMap<>();
+        for (InMemoryReporter reporter : REPORTERS) {
+            found.putAll(reporter.findMetrics(job, identifierPattern));
+        }
+        return found;
     }
 
     private static Map<String, Metric> metricsOf(MetricGroup group) {

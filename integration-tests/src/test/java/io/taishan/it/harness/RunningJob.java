@@ -25,6 +25,7 @@ import org.apache.flink.runtime.checkpoint.RestoredCheckpointStats;
 import org.apache.flink.runtime.executiongraph.AccessExecutionGraph;
 import org.apache.flink.runtime.executiongraph.ErrorInfo;
 import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterJobClient;
 
 /** One submitted {@code StatefulJob}, and the ways a test ends it. */
 public final class RunningJob {
@@ -56,6 +57,28 @@ public final class RunningJob {
         this.restorePath = restorePath;
         this.checkpointDir = checkpointDir;
         this.savepointDir = savepointDir;
+    }
+
+    /**
+     * A job submitted some other way (Flink's command line, {@link FlinkCli}), followed from here
+     * as if this test had started it.
+     */
+    public static RunningJob submitted(
+            MiniCluster cluster,
+            JobID id,
+            String runId,
+            int parallelism,
+            @Nullable String restorePath,
+            Path checkpointDir,
+            Path savepointDir) {
+        JobClient client =
+                new MiniClusterJobClient(
+                        id,
+                        cluster,
+                        RunningJob.class.getClassLoader(),
+                        MiniClusterJobClient.JobFinalizationBehavior.NOTHING);
+        return new RunningJob(
+                cluster, client, runId, parallelism, restorePath, checkpointDir, savepointDir);
     }
 
     public JobID id() {
@@ -281,7 +304,8 @@ public final class RunningJob {
         awaitStatus(JobStatus.CANCELED);
     }
 
-    private void awaitStatus(JobStatus expected) throws Exception {
+    /** Waits until the job is in that state; fails if it ends in another one. */
+    public void awaitStatus(JobStatus expected) throws Exception {
         long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
         JobStatus status;
         while ((status = cluster.getJobStatus(id()).get()) != expected) {

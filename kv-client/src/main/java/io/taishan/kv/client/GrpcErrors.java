@@ -3,6 +3,7 @@ package io.taishan.kv.client;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.taishan.kv.proto.ErrorCode;
+import java.nio.channels.ClosedChannelException;
 import javax.annotation.Nullable;
 import javax.net.ssl.SSLException;
 
@@ -20,10 +21,31 @@ final class GrpcErrors {
      * a rebuild scan, far longer than our backoff, so the caller decides when to ask again.
      */
     static boolean isRetryable(Throwable failure) {
-        return isTransient(Status.fromThrowable(failure).getCode())
+        return (isTransient(Status.fromThrowable(failure).getCode()) || lostConnection(failure))
                 && errorCodeOf(Status.trailersFromThrowable(failure))
                         != ErrorCode.FILTER_UNAVAILABLE
                 && tlsFailure(failure) == null;
+    }
+
+    /**
+     * Whether the call failed because its connection closed under it (the server was killed or
+     * restarted while the call was in flight): gRPC's Netty transport reports some of those as
+     * {@code UNKNOWN: channel closed} (a {@link ClosedChannelException} as cause) instead of
+     * UNAVAILABLE. They are the same server-gone failure and are treated as such.
+     */
+    static boolean lostConnection(Throwable failure) {
+        if (Status.fromThrowable(failure).getCode() != Status.Code.UNKNOWN) {
+            return false;
+        }
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof ClosedChannelException) {
+                return true;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return "channel closed".equals(Status.fromThrowable(failure).getDescription());
     }
 
     /**
@@ -114,6 +136,9 @@ final class GrpcErrors {
             case PERMISSION_DENIED:
                 return new PermissionDeniedException(message, address, failure);
             case ERROR_CODE_UNSPECIFIED:
+                if (lostConnection(failure)) {
+                    return new KvUnavailableException(message, address, attempts, failure);
+                }
                 return fromStatusOnly(status, message, address, attempts, failure);
             default:
                 return new KvException(code, message, address, failure);

@@ -6,6 +6,7 @@ import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.taishan.kv.proto.ErrorCode;
+import java.nio.channels.ClosedChannelException;
 import javax.net.ssl.SSLHandshakeException;
 import org.junit.jupiter.api.Test;
 
@@ -50,5 +51,25 @@ class GrpcErrorsTest {
         assertThat(GrpcErrors.isRetryable(down)).isTrue();
         assertThat(GrpcErrors.toKvException(down, "h:1", "Get", 3))
                 .isInstanceOf(KvUnavailableException.class);
+    }
+
+    @Test
+    void aConnectionClosedUnderACallIsUnavailabilityAndRetried() {
+        // What Netty's transport reported once when the server was killed during a Get.
+        StatusRuntimeException closed =
+                Status.UNKNOWN
+                        .withDescription("channel closed")
+                        .withCause(new ClosedChannelException())
+                        .asRuntimeException();
+        assertThat(GrpcErrors.isRetryable(closed)).isTrue();
+        assertThat(GrpcErrors.toKvException(closed, "h:1", "Get", 3))
+                .isInstanceOf(KvUnavailableException.class)
+                .hasMessageContaining("channel closed");
+        // Any other UNKNOWN is not known to be transient.
+        StatusRuntimeException unknown =
+                Status.UNKNOWN.withDescription("boom").asRuntimeException();
+        assertThat(GrpcErrors.isRetryable(unknown)).isFalse();
+        assertThat(GrpcErrors.toKvException(unknown, "h:1", "Get", 1))
+                .isNotInstanceOf(KvUnavailableException.class);
     }
 }

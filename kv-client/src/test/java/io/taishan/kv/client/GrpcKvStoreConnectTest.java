@@ -12,6 +12,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -80,6 +81,11 @@ class GrpcKvStoreConnectTest {
                                             KvUnavailableException.class));
 
             assertThat(e.attempts()).isEqualTo(3);
+            // The client may give up before the acceptor thread has counted the last connection.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (connections.get() < 3 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
             assertThat(connections.get()).isEqualTo(3);
         }
     }

@@ -16,7 +16,8 @@ import javax.annotation.Nullable;
 
 /**
  * Everything a kv-server node is started with. Build with {@link #builder()}; a config file is a
- * Java properties file read by {@link Builder#properties(Properties)} (keys in the module README).
+ * Java properties file read by {@link Builder#properties(Properties)}; its keys, defaults and
+ * meanings are declared in {@link KvServerOptions} (reference: docs/config/kv-server-options.md).
  */
 public final class KvServerConfig {
     /** The smallest request limit that still carries a batch. */
@@ -212,7 +213,7 @@ public final class KvServerConfig {
                 + '}';
     }
 
-    /** Builder with the defaults documented in the kv-server README. */
+    /** Builder with the defaults that {@link KvServerOptions} documents. */
     public static final class Builder {
         private String host = "127.0.0.1";
         private int port = 0;
@@ -460,11 +461,14 @@ public final class KvServerConfig {
         }
 
         /**
-         * Applies a config file's keys; unknown keys and bad values fail with a message naming the
-         * key.
+         * Applies a config file's keys; a key not declared in {@link KvServerOptions} and a bad
+         * value fail with a message naming the key.
          */
         public Builder properties(Properties props) {
             for (String key : new TreeSet<>(props.stringPropertyNames())) {
+                if (KvServerOptions.forKey(key).isEmpty()) {
+                    throw new IllegalArgumentException("unknown config key '" + key + "'");
+                }
                 String v = props.getProperty(key).trim();
                 switch (key) {
                     case "host" -> host(v);
@@ -521,7 +525,10 @@ public final class KvServerConfig {
                     case "auth.reload-interval" ->
                             authReloadInterval(ConfigValues.duration(key, v));
                     default ->
-                            throw new IllegalArgumentException("unknown config key '" + key + "'");
+                            throw new IllegalStateException(
+                                    "config key '"
+                                            + key
+                                            + "' is declared in KvServerOptions but not applied");
                 }
             }
             return this;
