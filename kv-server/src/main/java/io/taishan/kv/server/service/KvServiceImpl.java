@@ -136,6 +136,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                             return thread;
                         }
                     });
+    private final WriteStats writeStats = new WriteStats();
     private volatile boolean shuttingDown;
 
     /**
@@ -207,6 +208,11 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     /** Stops the shard pool; after the gRPC server has terminated. */
     public void close() {
         shardPool.shutdown();
+    }
+
+    /** What the writes applied so far. */
+    public WriteStats writeStats() {
+        return writeStats;
     }
 
     /** From now on every call but Health fails with SHUTTING_DOWN. */
@@ -497,7 +503,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     TableStore table = table(request.getTable());
-                    validateWrite(table, request);
+                    int[] opCounts = validateWrite(table, request);
                     // Lock in shard order (no deadlock between requests), check every epoch, and
                     // only then apply: a request with one stale epoch changes nothing.
                     TreeMap<Integer, ShardWrite> byShard = new TreeMap<>();
@@ -528,12 +534,14 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                             s.close();
                         }
                     }
+                    writeStats.applied(byShard.size(), opCounts);
                     WriteResponse.Builder b = WriteResponse.newBuilder();
                     for (ShardWrite w : request.getShardsList()) {
                         Applied a = applied.get(w.getShard());
                         ShardWriteResult.Builder r =
                                 ShardWriteResult.newBuilder().setShard(w.getShard());
                         for (SnapshotMeta m : a.snapshots()) {
+                            writeStats.snapshotTaken(m.reused());
                             r.addSnapshots(toProto(table.name(), w.getShard(), m));
                         }
                         if (a.filterVersion() >= 0) {
@@ -548,7 +556,8 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     /** What one shard's part of a Write did; filterVersion -1 while it has no filter to serve. */
     private record Applied(List<SnapshotMeta> snapshots, long filterVersion) {}
 
-    private void validateWrite(TableStore table, WriteRequest request) {
+    /** Returns the request's ops by kind ({@link WriteStats#newOpCounts}). */
+    private int[] validateWrite(TableStore table, WriteRequest request) {
         int serializedBytes = request.getSerializedSize();
         if (!limits.requestFits(serializedBytes)) {
             throw limits.requestTooLarge(serializedBytes, writeWhere(table));
@@ -561,6 +570,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             throw limits.tooManyOps(ops, writeWhere(table));
         }
         Set<Integer> seen = new HashSet<>();
+        int[] opCounts = WriteStats.newOpCounts();
         for (ShardWrite w : request.getShardsList()) {
             ShardStore shard = ownedShard(table, w.getShard());
             if (!seen.add(w.getShard())) {
@@ -571,9 +581,12 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                 + " appears twice in one request");
             }
             for (int i = 0; i < w.getOpsCount(); i++) {
-                validateOp(w.getOps(i), table, shard, i);
+                WriteOp op = w.getOps(i);
+                validateOp(op, table, shard, i);
+                opCounts[op.getOpCase().ordinal()]++;
             }
         }
+        return opCounts;
     }
 
     private static String writeWhere(TableStore table) {
@@ -669,6 +682,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                                                 request.getPinned()));
                         for (int i = 0; i < refs.size(); i++) {
                             taken.put(refs.get(i).getShard(), results.get(i));
+                            writeStats.snapshotTaken(results.get(i).reused());
                         }
                     } finally {
                         for (ShardStore.WriteSession s : sessions) {
