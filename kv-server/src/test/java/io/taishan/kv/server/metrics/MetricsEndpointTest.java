@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.FencedException;
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
@@ -22,6 +23,8 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +32,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The metrics endpoint of a real node, scraped over HTTP while a real client works against it:
@@ -339,6 +343,43 @@ class MetricsEndpointTest {
             if (closing == null) {
                 server.close();
             }
+        }
+    }
+
+    @Test
+    void callsRefusedByTheTokenCheckAreCountedToo(@TempDir Path dir) throws Exception {
+        String admin = "admin-0123456789abcdef0123456789";
+        Path tokens = dir.resolve("tokens");
+        Files.writeString(tokens, admin + " * ops\n");
+        try (EmbeddedKvServer server =
+                EmbeddedKvServer.start(metricsOn().authTokenFile(tokens).build())) {
+            PrometheusText before = scrape(server);
+            assertThatThrownBy(
+                            () ->
+                                    GrpcKvStore.connect(
+                                            KvClientConfig.forAddresses(server.address())
+                                                    .token(admin + "x")
+                                                    .build()))
+                    .isInstanceOf(AuthenticationException.class);
+            PrometheusText after = scrape(server);
+            assertThat(callsBetween(before, after))
+                    .containsExactly(Map.entry("ClusterInfo UNAUTHENTICATED", 1L));
+            assertThat(
+                            delta(
+                                    before,
+                                    after,
+                                    "taishan_kv_rpc_errors_total",
+                                    "method",
+                                    "ClusterInfo",
+                                    "error",
+                                    "UNAUTHENTICATED"))
+                    .isEqualTo(1);
+            try (GrpcKvStore kv =
+                    GrpcKvStore.connect(
+                            KvClientConfig.forAddresses(server.address()).token(admin).build())) {
+                kv.createTable("t", 1);
+            }
+            assertThat(callsBetween(after, scrape(server))).containsEntry("CreateTable OK", 1L);
         }
     }
 
