@@ -8,6 +8,7 @@ import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.FencedException;
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TableExistsException;
 import io.taishan.kv.client.TtlState;
@@ -380,6 +381,46 @@ class MetricsEndpointTest {
                 kv.createTable("t", 1);
             }
             assertThat(callsBetween(after, scrape(server))).containsEntry("CreateTable OK", 1L);
+        }
+    }
+
+    @Test
+    void aCallTheClientGaveUpOnCountsOnceAsCancelled() throws Exception {
+        try (EmbeddedKvServer server = EmbeddedKvServer.start(metricsOn().build());
+                GrpcKvStore kv = connect(server);
+                GrpcKvStore impatient =
+                        GrpcKvStore.connect(
+                                KvClientConfig.forAddresses(server.address())
+                                        .requestTimeout(Duration.ofMillis(300))
+                                        .build())) {
+            kv.createTable("t", 1);
+            ShardLease lease = kv.openShard("t", 0);
+            ShardStore shard = server.storage().tableStore("t").shard(0);
+            PrometheusText before = scrape(server);
+            try (ShardStore.WriteSession held = shard.beginWrite(lease.epoch())) {
+                // Waits for the shard's lock in the server until the client's deadline.
+                assertThatThrownBy(() -> impatient.openShard("t", 0))
+                        .isInstanceOf(KvException.class);
+            }
+            // Now the service finishes the call and closes it: that close is not counted again.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (shard.epoch() == lease.epoch()) {
+                assertThat(System.nanoTime()).as("the call ends within 10 s").isLessThan(deadline);
+                Thread.sleep(10);
+            }
+            PrometheusText after = scrape(server);
+            assertThat(callsBetween(before, after))
+                    .containsExactly(Map.entry("OpenShard CANCELLED", 1L));
+            assertThat(
+                            delta(
+                                    before,
+                                    after,
+                                    "taishan_kv_rpc_errors_total",
+                                    "method",
+                                    "OpenShard",
+                                    "error",
+                                    "none"))
+                    .isEqualTo(1);
         }
     }
 
