@@ -60,6 +60,11 @@ public final class EmbeddedKvServer implements AutoCloseable {
         return server.port();
     }
 
+    /** The metrics endpoint's port; -1 unless the config has {@code metricsPort}. */
+    public int metricsPort() {
+        return server.metricsPort();
+    }
+
     public Path dataDir() {
         return dataDir;
     }

@@ -1,10 +1,12 @@
 package io.taishan.kv.server;
 
 import io.grpc.Server;
+import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.util.MutableHandlerRegistry;
+import io.taishan.kv.server.metrics.ServerMetrics;
 import io.taishan.kv.server.security.AuthInterceptor;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.security.ServerTls;
@@ -22,6 +24,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Properties;
@@ -52,6 +55,7 @@ public final class KvServer implements AutoCloseable {
     private final ExpirySweeper expiry;
     private final CallExecutors calls;
     @Nullable private final TokenStore tokens;
+    @Nullable private final ServerMetrics metrics;
     private final Server grpcServer;
     private final String address;
     private final Object closeLock = new Object();
@@ -64,6 +68,7 @@ public final class KvServer implements AutoCloseable {
             ExpirySweeper expiry,
             CallExecutors calls,
             @Nullable TokenStore tokens,
+            @Nullable ServerMetrics metrics,
             Server grpcServer,
             String address) {
         this.config = config;
@@ -72,6 +77,7 @@ public final class KvServer implements AutoCloseable {
         this.expiry = expiry;
         this.calls = calls;
         this.tokens = tokens;
+        this.metrics = metrics;
         this.grpcServer = grpcServer;
         this.address = address;
     }
@@ -79,9 +85,9 @@ public final class KvServer implements AutoCloseable {
     /**
      * Opens the data directory, binds the port and serves.
      *
-     * @throws KvServerStartupException with a one-line reason (data dir unusable or in use, port
-     *     taken, host unknown, a TLS or token file missing, unreadable or malformed, a key that
-     *     does not match its certificate)
+     * @throws KvServerStartupException with a one-line reason (data dir unusable or in use, port or
+     *     metrics port taken, host unknown, a TLS or token file missing, unreadable or malformed, a
+     *     key that does not match its certificate)
      */
     public static KvServer start(KvServerConfig config) {
         Path dataDir = Objects.requireNonNull(config.dataDir(), "the config has no data dir");
@@ -108,11 +114,31 @@ public final class KvServer implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new KvServerStartupException(e.getMessage(), e);
         }
+        // Before the storage opens: /health answers while the start takes its time.
+        ServerMetrics metrics = null;
+        if (config.metricsPort() != null) {
+            String metricsAddress = config.host() + ":" + config.metricsPort();
+            try {
+                metrics =
+                        ServerMetrics.start(
+                                bindHost,
+                                config.metricsPort(),
+                                config.metricsSampleInterval(),
+                                version());
+            } catch (IOException | RuntimeException e) {
+                closeQuietly(tokens);
+                String why =
+                        isBindFailure(e) ? "address already in use or not available" : e.toString();
+                throw new KvServerStartupException(
+                        "cannot listen on metrics port " + metricsAddress + ": " + why, e);
+            }
+        }
         StorageEngine storage;
         try {
-            storage = StorageEngine.open(config.storageOptions(dataDir));
+            storage = StorageEngine.open(config.storageOptions(dataDir), metrics != null);
         } catch (StorageStartupException e) {
             closeQuietly(tokens);
+            closeQuietly(metrics);
             throw new KvServerStartupException(e.getMessage(), e);
         }
         MutableHandlerRegistry registry = new MutableHandlerRegistry();
@@ -137,6 +163,7 @@ public final class KvServer implements AutoCloseable {
             calls.close();
             closeQuietly(tokens);
             storage.close();
+            closeQuietly(metrics);
             String why =
                     isBindFailure(e) ? "address already in use or not available" : e.toString();
             throw new KvServerStartupException("cannot listen on " + bindAddress + ": " + why, e);
@@ -144,6 +171,7 @@ public final class KvServer implements AutoCloseable {
             calls.close();
             closeQuietly(tokens);
             storage.close();
+            closeQuietly(metrics);
             throw new KvServerStartupException(
                     "cannot listen on " + bindAddress + ": " + e.getMessage(), e);
         }
@@ -167,10 +195,15 @@ public final class KvServer implements AutoCloseable {
                         version(),
                         calls,
                         largeValueBudget(config));
-        registry.addService(
-                tokens == null
-                        ? service.bindService()
-                        : ServerInterceptors.intercept(service, new AuthInterceptor(tokens)));
+        // The last interceptor runs first: metrics see every call, also those auth refuses.
+        List<ServerInterceptor> interceptors = new ArrayList<>();
+        if (tokens != null) {
+            interceptors.add(new AuthInterceptor(tokens));
+        }
+        if (metrics != null) {
+            interceptors.add(metrics.interceptor());
+        }
+        registry.addService(ServerInterceptors.intercept(service, interceptors));
         LOG.info(
                 "kv-server node {} of {} listening on {} with data in {} (WAL {}; {})",
                 index,
@@ -199,12 +232,25 @@ public final class KvServer implements AutoCloseable {
                 new ExpirySweeper(
                         storage, config.ttlSweepInterval(), config.ttlSweepBytesPerSecond());
         expiry.start();
-        return new KvServer(config, storage, service, expiry, calls, tokens, grpc, self);
+        if (metrics != null) {
+            metrics.serving(storage, service.writeStats(), expiry, dataDir);
+            LOG.info(
+                    "Metrics on http://{}:{}/metrics (also /health, /ready)",
+                    advertisedHost(config.host()),
+                    metrics.port());
+        }
+        return new KvServer(config, storage, service, expiry, calls, tokens, metrics, grpc, self);
     }
 
     private static void closeQuietly(@Nullable TokenStore tokens) {
         if (tokens != null) {
             tokens.close();
+        }
+    }
+
+    private static void closeQuietly(@Nullable ServerMetrics metrics) {
+        if (metrics != null) {
+            metrics.close();
         }
     }
 
@@ -286,6 +332,21 @@ public final class KvServer implements AutoCloseable {
         return grpcServer.getPort();
     }
 
+    /**
+     * The port of {@code /metrics}, {@code /health} and {@code /ready}; -1 when metrics are off.
+     */
+    public int metricsPort() {
+        return metrics == null ? -1 : metrics.port();
+    }
+
+    /** {@code http://host:port} of the metrics endpoint, or null when metrics are off. */
+    @Nullable
+    public String metricsUrl() {
+        return metrics == null
+                ? null
+                : "http://" + advertisedHost(config.host()) + ":" + metrics.port();
+    }
+
     public KvServerConfig config() {
         return config;
     }
@@ -319,6 +380,9 @@ public final class KvServer implements AutoCloseable {
             closed = true;
         }
         LOG.info("kv-server {} shutting down", address);
+        if (metrics != null) {
+            metrics.shuttingDown();
+        }
         service.beginShutdown();
         grpcServer.shutdown();
         try {
@@ -336,6 +400,7 @@ public final class KvServer implements AutoCloseable {
         calls.close();
         closeQuietly(tokens);
         storage.close();
+        closeQuietly(metrics);
         LOG.info("kv-server {} stopped", address);
     }
 }

@@ -45,6 +45,8 @@ public final class KvServerConfig {
     private final long ttlSweepBytesPerSecond;
     private final long largeValueMemoryBytes;
     private final SecurityOptions security;
+    @Nullable private final Integer metricsPort;
+    private final Duration metricsSampleInterval;
 
     private KvServerConfig(Builder b) {
         this.host = b.host;
@@ -85,6 +87,8 @@ public final class KvServerConfig {
         this.ttlSweepBytesPerSecond = b.ttlSweepBytesPerSecond;
         this.largeValueMemoryBytes = b.largeValueMemoryBytes;
         this.security = b.security();
+        this.metricsPort = b.metricsPort;
+        this.metricsSampleInterval = b.metricsSampleInterval;
     }
 
     public static Builder builder() {
@@ -114,6 +118,8 @@ public final class KvServerConfig {
         b.ttlSweepBytesPerSecond = ttlSweepBytesPerSecond;
         b.largeValueMemoryBytes = largeValueMemoryBytes;
         b.security(security);
+        b.metricsPort = metricsPort;
+        b.metricsSampleInterval = metricsSampleInterval;
         return b;
     }
 
@@ -180,6 +186,17 @@ public final class KvServerConfig {
         return largeValueMemoryBytes;
     }
 
+    /** The metrics endpoint's port (0: ephemeral), or null when it is off (the default). */
+    @Nullable
+    public Integer metricsPort() {
+        return metricsPort;
+    }
+
+    /** How long a walk of the data dir and a sample of RocksDB properties serve scrapes. */
+    public Duration metricsSampleInterval() {
+        return metricsSampleInterval;
+    }
+
     /** How the shards' Bloom filters are sized, bounded and rebuilt. */
     public FilterOptions filters() {
         return storage.filters();
@@ -210,6 +227,8 @@ public final class KvServerConfig {
                 + shutdownGrace
                 + ", security="
                 + security
+                + ", metricsPort="
+                + metricsPort
                 + '}';
     }
 
@@ -251,6 +270,8 @@ public final class KvServerConfig {
         @Nullable private Path tlsClientCaFile;
         @Nullable private Path authTokenFile;
         private Duration authReloadInterval = SecurityOptions.DEFAULT_RELOAD_INTERVAL;
+        @Nullable private Integer metricsPort;
+        private Duration metricsSampleInterval = Duration.ofSeconds(15);
 
         private Builder() {
             StorageOptions d = StorageOptions.defaults(Path.of("."));
@@ -455,6 +476,21 @@ public final class KvServerConfig {
                     tlsCertFile, tlsKeyFile, tlsClientCaFile, authTokenFile, authReloadInterval);
         }
 
+        /**
+         * The port of the metrics endpoint ({@code /metrics}, {@code /health}, {@code /ready}) on
+         * the same host; 0 for an ephemeral one; null (the default) for none.
+         */
+        public Builder metricsPort(@Nullable Integer port) {
+            this.metricsPort = port;
+            return this;
+        }
+
+        /** How long a walk of the data dir and a sample of RocksDB properties serve scrapes. */
+        public Builder metricsSampleInterval(Duration d) {
+            this.metricsSampleInterval = Objects.requireNonNull(d);
+            return this;
+        }
+
         public Builder shutdownGrace(Duration d) {
             this.shutdownGrace = Objects.requireNonNull(d);
             return this;
@@ -524,6 +560,9 @@ public final class KvServerConfig {
                     case "auth.token-file" -> authTokenFile(ConfigValues.path(key, v));
                     case "auth.reload-interval" ->
                             authReloadInterval(ConfigValues.duration(key, v));
+                    case "metrics.port" -> metricsPort(ConfigValues.integer(key, v));
+                    case "metrics.sample-interval" ->
+                            metricsSampleInterval(ConfigValues.duration(key, v));
                     default ->
                             throw new IllegalStateException(
                                     "config key '"
@@ -553,6 +592,15 @@ public final class KvServerConfig {
             }
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("port " + port + " out of range 0..65535");
+            }
+            if (metricsPort != null && (metricsPort < 0 || metricsPort > 65535)) {
+                throw new IllegalArgumentException(
+                        "metrics.port " + metricsPort + " out of range 0..65535");
+            }
+            if (metricsSampleInterval.isNegative()) {
+                throw new IllegalArgumentException(
+                        "metrics.sample-interval must not be negative, not "
+                                + metricsSampleInterval);
             }
             for (String node : clusterNodes) {
                 checkNodeAddress(node);

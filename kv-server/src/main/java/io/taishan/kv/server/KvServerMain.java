@@ -10,10 +10,11 @@ import java.util.Properties;
 
 /**
  * {@code taishan-kv-server --port P --data-dir D [--host H] [--config FILE] [--tls-cert-file F
- * --tls-key-file F [--tls-client-ca-file F]] [--auth-token-file F]}: serves until SIGTERM, then
- * shuts down gracefully (flushes every shard). Prints exactly one line to stdout, {@code LISTENING
- * host:port}, once it serves. Bad arguments or config exit with 2, a failed start with 1, each with
- * a one-line reason on stderr.
+ * --tls-key-file F [--tls-client-ca-file F]] [--auth-token-file F] [--metrics-port P]}: serves
+ * until SIGTERM, then shuts down gracefully (flushes every shard). Prints one line to stdout,
+ * {@code LISTENING host:port}, once it serves; with metrics on, {@code METRICS
+ * http://host:port/metrics} before it. Bad arguments or config exit with 2, a failed start with 1,
+ * each with a one-line reason on stderr.
  */
 public final class KvServerMain {
     static final int EXIT_FAILED_START = 1;
@@ -22,7 +23,8 @@ public final class KvServerMain {
     private static final String USAGE =
             "usage: taishan-kv-server --port P --data-dir D [--host H] [--config FILE]\n"
                     + "       [--tls-cert-file PEM --tls-key-file PEM [--tls-client-ca-file PEM]]"
-                    + " [--auth-token-file FILE]";
+                    + " [--auth-token-file FILE]\n"
+                    + "       [--metrics-port P]";
 
     private KvServerMain() {}
 
@@ -66,6 +68,9 @@ public final class KvServerMain {
         }
         Runtime.getRuntime()
                 .addShutdownHook(new Thread(server::close, "taishan-kv-server-shutdown"));
+        if (server.metricsUrl() != null) {
+            out.println("METRICS " + server.metricsUrl() + "/metrics");
+        }
         out.println("LISTENING " + server.address());
         out.flush();
         try {
@@ -86,6 +91,7 @@ public final class KvServerMain {
         Path keyFile = null;
         Path clientCaFile = null;
         Path tokenFile = null;
+        Integer metricsPort = null;
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             switch (arg) {
@@ -93,13 +99,14 @@ public final class KvServerMain {
                     return null;
                 }
                 case "--host" -> host = value(args, ++i, arg);
-                case "--port" -> port = portValue(value(args, ++i, arg));
+                case "--port" -> port = portValue(arg, value(args, ++i, arg));
                 case "--data-dir" -> dataDir = Path.of(value(args, ++i, arg));
                 case "--config" -> configFile = Path.of(value(args, ++i, arg));
                 case "--tls-cert-file" -> certFile = Path.of(value(args, ++i, arg));
                 case "--tls-key-file" -> keyFile = Path.of(value(args, ++i, arg));
                 case "--tls-client-ca-file" -> clientCaFile = Path.of(value(args, ++i, arg));
                 case "--auth-token-file" -> tokenFile = Path.of(value(args, ++i, arg));
+                case "--metrics-port" -> metricsPort = portValue(arg, value(args, ++i, arg));
                 default -> throw new UsageException("unknown argument '" + arg + "'");
             }
         }
@@ -128,6 +135,9 @@ public final class KvServerMain {
         if (tokenFile != null) {
             b.authTokenFile(tokenFile);
         }
+        if (metricsPort != null) {
+            b.metricsPort(metricsPort);
+        }
         KvServerConfig config = b.build();
         if (config.dataDir() == null) {
             throw new UsageException("--data-dir is required (or data.dir in the config file)");
@@ -145,7 +155,7 @@ public final class KvServerMain {
         return args[i];
     }
 
-    private static int portValue(String v) {
+    private static int portValue(String flag, String v) {
         try {
             int p = Integer.parseInt(v);
             if (p < 0 || p > 65535) {
@@ -153,7 +163,7 @@ public final class KvServerMain {
             }
             return p;
         } catch (NumberFormatException e) {
-            throw new UsageException("bad --port '" + v + "': expected 0..65535");
+            throw new UsageException("bad " + flag + " '" + v + "': expected 0..65535");
         }
     }
 

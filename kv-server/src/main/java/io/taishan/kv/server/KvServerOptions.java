@@ -429,6 +429,27 @@ public final class KvServerOptions {
                     "10s",
                     "How often the token file is checked for changes (0: read once at start).");
 
+    // ---- metrics
+
+    public static final ServerOption METRICS_PORT =
+            option(
+                    "metrics.port",
+                    ValueType.INTEGER,
+                    null,
+                    "--metrics-port",
+                    "HTTP port of /metrics (Prometheus text), /health and /ready, bound on host (0:"
+                            + " ephemeral, the bound port is logged and printed as METRICS"
+                            + " http://host:port/metrics). Off when unset: the endpoint is plain"
+                            + " HTTP without TLS or tokens.");
+
+    public static final ServerOption METRICS_SAMPLE_INTERVAL =
+            option(
+                    "metrics.sample-interval",
+                    ValueType.DURATION,
+                    "15s",
+                    "How long one walk of the data dir and one sample of the open shards' RocksDB"
+                            + " properties serve scrapes (they run at most this often).");
+
     private static final Map<String, ServerOption> BY_KEY = byKey();
 
     /** Every option, in declaration order. */

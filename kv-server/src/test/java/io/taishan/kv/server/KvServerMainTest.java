@@ -158,10 +158,21 @@ class KvServerMainTest {
                         "tls.client-ca-file = /etc/taishan/clients-ca.pem",
                         "auth.token-file = /etc/taishan/tokens",
                         "auth.reload-interval = 30s",
+                        "metrics.port = 9000",
+                        "metrics.sample-interval = 5s",
                         ""));
         KvServerConfig c =
                 KvServerMain.parse(
                         new String[] {"--config", conf.toString(), "--data-dir", "/from/cli"});
+        assertThat(c.metricsPort()).isEqualTo(9000);
+        assertThat(c.metricsSampleInterval()).isEqualTo(Duration.ofSeconds(5));
+        assertThat(
+                        KvServerMain.parse(
+                                        new String[] {
+                                            "--config", conf.toString(), "--metrics-port", "0"
+                                        })
+                                .metricsPort())
+                .isZero();
         assertThat(c.host()).isEqualTo("0.0.0.0");
         assertThat(c.port()).isEqualTo(7000);
         assertThat(c.dataDir()).isEqualTo(Path.of("/from/cli"));

@@ -146,6 +146,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                             return thread;
                         }
                     });
+    private final WriteStats writeStats = new WriteStats();
     private volatile boolean shuttingDown;
 
     /**
@@ -243,6 +244,11 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     public void close() {
         shardPool.shutdown();
         large.close();
+    }
+
+    /** What the writes applied so far. */
+    public WriteStats writeStats() {
+        return writeStats;
     }
 
     /** From now on every call but Health fails with SHUTTING_DOWN. */
@@ -557,8 +563,10 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     TableStore table = table(request.getTable());
                     Map<Long, byte[]> staged = new HashMap<>(0);
                     try {
-                        validateWrite(table, request, staged);
-                        return applyWrite(table, request, staged);
+                        int[] opCounts = validateWrite(table, request, staged);
+                        WriteResponse written = applyWrite(table, request, staged);
+                        writeStats.applied(request.getShardsCount(), opCounts);
+                        return written;
                     } finally {
                         // The values are in RocksDB (or the write failed): their heap goes.
                         for (byte[] v : staged.values()) {
@@ -605,6 +613,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             Applied a = applied.get(w.getShard());
             ShardWriteResult.Builder r = ShardWriteResult.newBuilder().setShard(w.getShard());
             for (SnapshotMeta m : a.snapshots()) {
+                writeStats.snapshotTaken(m.reused());
                 r.addSnapshots(toProto(table.name(), w.getShard(), m));
             }
             if (a.filterVersion() >= 0) {
@@ -618,8 +627,11 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     /** What one shard's part of a Write did; filterVersion -1 while it has no filter to serve. */
     private record Applied(List<SnapshotMeta> snapshots, long filterVersion) {}
 
-    /** Checks the request and takes the staged values its ops name into {@code staged}. */
-    private void validateWrite(TableStore table, WriteRequest request, Map<Long, byte[]> staged) {
+    /**
+     * Checks the request and takes the staged values its ops name into {@code staged}; returns the
+     * request's ops by kind ({@link WriteStats#newOpCounts}).
+     */
+    private int[] validateWrite(TableStore table, WriteRequest request, Map<Long, byte[]> staged) {
         int serializedBytes = request.getSerializedSize();
         if (!limits.requestFits(serializedBytes)) {
             throw limits.requestTooLarge(serializedBytes, writeWhere(table));
@@ -632,6 +644,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             throw limits.tooManyOps(ops, writeWhere(table));
         }
         Set<Integer> seen = new HashSet<>();
+        int[] opCounts = WriteStats.newOpCounts();
         for (ShardWrite w : request.getShardsList()) {
             ShardStore shard = ownedShard(table, w.getShard());
             if (!seen.add(w.getShard())) {
@@ -642,9 +655,12 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                 + " appears twice in one request");
             }
             for (int i = 0; i < w.getOpsCount(); i++) {
-                validateOp(w.getOps(i), table, shard, i, staged);
+                WriteOp op = w.getOps(i);
+                validateOp(op, table, shard, i, staged);
+                opCounts[op.getOpCase().ordinal()]++;
             }
         }
+        return opCounts;
     }
 
     private static String writeWhere(TableStore table) {
@@ -1126,6 +1142,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                                                 request.getPinned()));
                         for (int i = 0; i < refs.size(); i++) {
                             taken.put(refs.get(i).getShard(), results.get(i));
+                            writeStats.snapshotTaken(results.get(i).reused());
                         }
                     } finally {
                         for (ShardStore.WriteSession s : sessions) {

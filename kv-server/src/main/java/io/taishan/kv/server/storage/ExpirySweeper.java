@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +39,11 @@ public final class ExpirySweeper implements AutoCloseable {
     private final Duration interval;
     private final RebuildRateLimiter limiter;
     private final ScheduledExecutorService thread;
+    private final AtomicLong sweeps = new AtomicLong();
+    private final AtomicLong expiredEntries = new AtomicLong();
+    private final AtomicLong sweptEntries = new AtomicLong();
+    private volatile long lastSweepEndMillis;
+    private volatile long lastSweepNanos;
 
     /**
      * @param bytesPerSecond what all sweeps may read per second together; 0 for no limit
@@ -72,6 +78,7 @@ public final class ExpirySweeper implements AutoCloseable {
 
     /** One sweep of every table with TTL'd states; returns the entries deleted. */
     public long sweepOnce() throws InterruptedException {
+        long start = System.nanoTime();
         long deleted = 0;
         for (TableStore table : engine.tableStores()) {
             List<StateTtl> states = table.ttl().states();
@@ -83,7 +90,35 @@ public final class ExpirySweeper implements AutoCloseable {
             }
             table.ttl().sweepFinished(System.currentTimeMillis());
         }
+        lastSweepNanos = System.nanoTime() - start;
+        lastSweepEndMillis = System.currentTimeMillis();
+        sweeps.incrementAndGet();
         return deleted;
+    }
+
+    /** Sweeps of the whole node completed since start. */
+    public long sweeps() {
+        return sweeps.get();
+    }
+
+    /** Entries the sweeps deleted since start, over every table (dropped ones too). */
+    public long expiredEntries() {
+        return expiredEntries.get();
+    }
+
+    /** Entries the sweeps read since start. */
+    public long sweptEntries() {
+        return sweptEntries.get();
+    }
+
+    /** When the last complete sweep ended (epoch millis), 0 before the first. */
+    public long lastSweepEndMillis() {
+        return lastSweepEndMillis;
+    }
+
+    /** How long the last complete sweep took. */
+    public long lastSweepNanos() {
+        return lastSweepNanos;
     }
 
     private long sweep(TableStore table, ShardStore shard, List<StateTtl> states)
@@ -132,6 +167,8 @@ public final class ExpirySweeper implements AutoCloseable {
                 int removed = shard.deleteStillExpired(expired, ttl, ttlNow, epoch);
                 deleted += removed;
                 table.ttl().swept(page.entries().size(), removed);
+                sweptEntries.addAndGet(page.entries().size());
+                expiredEntries.addAndGet(removed);
                 limiter.charge(bytes);
                 start = page.hasMore() ? page.nextStartKey() : null;
             }

@@ -1,14 +1,19 @@
 package io.taishan.kv.server.storage;
 
+import java.util.EnumSet;
+import javax.annotation.Nullable;
 import org.rocksdb.BlockBasedTableConfig;
 import org.rocksdb.BloomFilter;
 import org.rocksdb.Env;
+import org.rocksdb.HistogramType;
 import org.rocksdb.InfoLogLevel;
 import org.rocksdb.LRUCache;
 import org.rocksdb.Logger;
 import org.rocksdb.Options;
 import org.rocksdb.Priority;
 import org.rocksdb.RocksDB;
+import org.rocksdb.Statistics;
+import org.rocksdb.TickerType;
 import org.rocksdb.WriteBufferManager;
 import org.rocksdb.WriteOptions;
 import org.slf4j.LoggerFactory;
@@ -17,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * What every shard's RocksDB instance shares, so that memory and threads are bounded per node, not
  * per shard: one block cache (which also holds index and filter blocks), one write-buffer manager
  * charged to that cache, the default Env's background pools, one logger (which also saves a LOG
- * file per shard).
+ * file per shard), and with metrics on one {@link Statistics} that every shard counts into, so the
+ * node's tickers are read in a few calls however many shards are open.
  */
 final class RocksResources implements AutoCloseable {
     static {
@@ -50,9 +56,15 @@ final class RocksResources implements AutoCloseable {
     private final BlockBasedTableConfig tableConfig;
     private final Logger rocksLogger;
     private final WriteOptions writeOptions;
+    @Nullable private final Statistics statistics;
 
-    RocksResources(StorageOptions options) {
+    /**
+     * @param statistics whether every shard counts into one node-wide {@link Statistics} (tickers
+     *     only: every histogram is ignored, so no operation reads the clock for it)
+     */
+    RocksResources(StorageOptions options, boolean statistics) {
         this.options = options;
+        this.statistics = statistics ? new Statistics(EnumSet.allOf(HistogramType.class)) : null;
         this.blockCache = new LRUCache(options.blockCacheBytes());
         this.writeBufferManager = new WriteBufferManager(options.writeBufferBytes(), blockCache);
         this.bloomFilter = new BloomFilter(10, false);
@@ -89,24 +101,30 @@ final class RocksResources implements AutoCloseable {
 
     /** Options for one shard; the caller closes them after the instance. */
     Options newShardOptions() {
-        return new Options()
-                .setCreateIfMissing(true)
-                .setEnv(Env.getDefault())
-                .setWriteBufferManager(writeBufferManager)
-                .setMergeOperatorName(APPEND_MERGE_OPERATOR)
-                .setLogger(rocksLogger)
-                .setTableFormatConfig(tableConfig)
-                .setWriteBufferSize(options.shardWriteBufferBytes())
-                // The default (write buffer / 8) would make a memtable holding one small write
-                // cost 512 KiB; with thousands of open shards that is what memory goes to.
-                .setArenaBlockSize(ARENA_BLOCK_BYTES)
-                .setManifestPreallocationSize(MANIFEST_PREALLOCATION_BYTES)
-                .setMaxWriteBufferNumber(4)
-                .setMaxBackgroundJobs(options.backgroundThreads())
-                .setMaxOpenFiles(options.maxOpenFilesPerShard())
-                .setStatsDumpPeriodSec(0)
-                .setStatsPersistPeriodSec(0)
-                .setAvoidUnnecessaryBlockingIO(true);
+        Options shard =
+                new Options()
+                        .setCreateIfMissing(true)
+                        .setEnv(Env.getDefault())
+                        .setWriteBufferManager(writeBufferManager)
+                        .setMergeOperatorName(APPEND_MERGE_OPERATOR)
+                        .setLogger(rocksLogger)
+                        .setTableFormatConfig(tableConfig)
+                        .setWriteBufferSize(options.shardWriteBufferBytes())
+                        // The default (write buffer / 8) would make a memtable holding one small
+                        // write
+                        // cost 512 KiB; with thousands of open shards that is what memory goes to.
+                        .setArenaBlockSize(ARENA_BLOCK_BYTES)
+                        .setManifestPreallocationSize(MANIFEST_PREALLOCATION_BYTES)
+                        .setMaxWriteBufferNumber(4)
+                        .setMaxBackgroundJobs(options.backgroundThreads())
+                        .setMaxOpenFiles(options.maxOpenFilesPerShard())
+                        .setStatsDumpPeriodSec(0)
+                        .setStatsPersistPeriodSec(0)
+                        .setAvoidUnnecessaryBlockingIO(true);
+        if (statistics != null) {
+            shard.setStatistics(statistics);
+        }
+        return shard;
     }
 
     WriteOptions writeOptions() {
@@ -121,6 +139,19 @@ final class RocksResources implements AutoCloseable {
         return blockCache.getUsage();
     }
 
+    long blockCachePinnedUsage() {
+        return blockCache.getPinnedUsage();
+    }
+
+    /** The node-wide ticker, or -1 without statistics. Not after {@link #close()}. */
+    long ticker(TickerType ticker) {
+        return statistics == null ? -1 : statistics.getTickerCount(ticker);
+    }
+
+    boolean statisticsEnabled() {
+        return statistics != null;
+    }
+
     @Override
     public void close() {
         writeOptions.close();
@@ -128,5 +159,8 @@ final class RocksResources implements AutoCloseable {
         bloomFilter.close();
         writeBufferManager.close();
         blockCache.close();
+        if (statistics != null) {
+            statistics.close();
+        }
     }
 }

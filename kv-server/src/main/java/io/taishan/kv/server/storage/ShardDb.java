@@ -312,6 +312,22 @@ final class ShardDb implements AutoCloseable {
         return db.getLongProperty("rocksdb.cur-size-all-mem-tables");
     }
 
+    /** Adds this instance's properties to a node sample: seven JNI property reads. */
+    void addProperties(RocksSample.Builder into) throws RocksDBException {
+        into.memtableBytes += db.getLongProperty("rocksdb.cur-size-all-mem-tables");
+        into.pendingCompactionBytes +=
+                db.getLongProperty("rocksdb.estimate-pending-compaction-bytes");
+        into.runningCompactions += db.getLongProperty("rocksdb.num-running-compactions");
+        if (db.getLongProperty("rocksdb.is-write-stopped") != 0) {
+            into.writeStoppedShards++;
+        }
+        if (db.getLongProperty("rocksdb.actual-delayed-write-rate") != 0) {
+            into.writeDelayedShards++;
+        }
+        into.estimatedEntries += db.getLongProperty("rocksdb.estimate-num-keys");
+        into.liveSstBytes += db.getLongProperty("rocksdb.live-sst-files-size");
+    }
+
     /** Closes the instance; with {@code flush}, memtables reach disk first (the WAL may be off). */
     void close(boolean flush) throws RocksDBException {
         try {

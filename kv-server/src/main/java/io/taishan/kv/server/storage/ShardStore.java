@@ -760,6 +760,30 @@ public final class ShardStore {
         }
     }
 
+    /**
+     * Adds the open instance's RocksDB properties to a node sample (nothing if it closed since it
+     * was listed); false, without waiting, when the shard's lock is held exclusively right now (a
+     * restore, clone or close). The read lock keeps the instance open while it is read.
+     */
+    boolean addRocksProperties(RocksSample.Builder into) {
+        if (!state.readLock().tryLock()) {
+            return false;
+        }
+        try {
+            ShardDb db = live;
+            if (db == null) {
+                return true;
+            }
+            db.addProperties(into);
+            into.sampledShards++;
+            return true;
+        } catch (RocksDBException e) {
+            return false;
+        } finally {
+            state.readLock().unlock();
+        }
+    }
+
     /** The owner reports its TTL clock; a stale lease is fenced like any data call. */
     public void reportTtlTime(long callerEpoch, long ttlTimeMillis) {
         state.readLock().lock();

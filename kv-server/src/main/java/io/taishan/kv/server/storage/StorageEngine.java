@@ -21,6 +21,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import javax.annotation.Nullable;
+import org.rocksdb.TickerType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,7 +74,14 @@ public final class StorageEngine implements AutoCloseable {
     /** File descriptors kept for sockets, jars and the JVM. */
     static final int RESERVED_FDS = 512;
 
-    private StorageEngine(StorageOptions options, FileChannel lockChannel, FileLock dirLock)
+    /**
+     * Held while the node-wide RocksDB objects are read for metrics and while they are closed: a
+     * read of a freed native object would crash the process.
+     */
+    private final Object resourcesLock = new Object();
+
+    private StorageEngine(
+            StorageOptions options, boolean statistics, FileChannel lockChannel, FileLock dirLock)
             throws IOException {
         options = withinFileLimit(options);
         this.options = options;
@@ -90,7 +99,7 @@ public final class StorageEngine implements AutoCloseable {
         this.runRecord = new ServerRunRecord(data);
         loadCatalog();
         fenceLeasesIfWritesWereLost();
-        this.resources = new RocksResources(options);
+        this.resources = new RocksResources(options, statistics);
         this.filters = new NodeFilters(options.filters());
         this.maintenance =
                 Executors.newSingleThreadScheduledExecutor(
@@ -110,6 +119,14 @@ public final class StorageEngine implements AutoCloseable {
      * @throws StorageStartupException with a one-line reason when the directory is unusable
      */
     public static StorageEngine open(StorageOptions options) {
+        return open(options, false);
+    }
+
+    /**
+     * As {@link #open(StorageOptions)}; with {@code statistics}, every shard counts into one
+     * node-wide RocksDB {@code Statistics} (tickers only), read by {@link #sampleRocks}.
+     */
+    public static StorageEngine open(StorageOptions options, boolean statistics) {
         Path data = options.dataDir().toAbsolutePath();
         try {
             Files.createDirectories(data);
@@ -143,7 +160,7 @@ public final class StorageEngine implements AutoCloseable {
                     "data dir " + data + " is in use by another kv-server");
         }
         try {
-            return new StorageEngine(options.withDataDir(data), channel, lock);
+            return new StorageEngine(options.withDataDir(data), statistics, channel, lock);
         } catch (IOException | RuntimeException e) {
             closeQuietly(channel);
             throw new StorageStartupException(
@@ -324,6 +341,10 @@ public final class StorageEngine implements AutoCloseable {
         return new ArrayList<>(tables.values());
     }
 
+    public int tableCount() {
+        return tables.size();
+    }
+
     public List<TableMeta> tables() {
         List<TableMeta> result = new ArrayList<>();
         for (TableStore t : tables.values()) {
@@ -357,6 +378,45 @@ public final class StorageEngine implements AutoCloseable {
 
     public int openShardCount() {
         return openShards.size();
+    }
+
+    /**
+     * RocksDB's view of the node: the properties of every open shard summed, the shared block
+     * cache, and the node-wide tickers (with statistics on). Never waits for a shard: one whose
+     * lock is held right now (a restore, clone or close) is counted as busy and left out. Cost: a
+     * few JNI property reads per open shard. Null once the engine is closed.
+     */
+    @Nullable
+    public RocksSample sampleRocks() {
+        synchronized (resourcesLock) {
+            if (closed) {
+                return null;
+            }
+            long start = System.nanoTime();
+            RocksSample.Builder sample = new RocksSample.Builder();
+            for (ShardStore s : List.copyOf(openShards)) {
+                if (!s.addRocksProperties(sample)) {
+                    sample.busyShards++;
+                }
+            }
+            sample.blockCacheCapacityBytes = options.blockCacheBytes();
+            sample.blockCacheUsageBytes = resources.blockCacheUsage();
+            sample.blockCachePinnedBytes = resources.blockCachePinnedUsage();
+            if (resources.statisticsEnabled()) {
+                for (TickerType t : RocksSample.TICKERS) {
+                    sample.tickers.put(t, resources.ticker(t));
+                }
+            }
+            return sample.build(System.nanoTime() - start);
+        }
+    }
+
+    /**
+     * Walks the data directory once: its disk use, the shard snapshots and their bytes. Cost: one
+     * stat per file; takes no lock.
+     */
+    public DataDirUsage measureDataDir() {
+        return DataDirUsage.measure(options.dataDir());
     }
 
     /** Flushes and closes every shard idle for the configured time; returns how many. */
@@ -505,7 +565,9 @@ public final class StorageEngine implements AutoCloseable {
             }
         }
         filters.close();
-        resources.close();
+        synchronized (resourcesLock) {
+            resources.close();
+        }
         if (allFlushed) {
             try {
                 runRecord.stopped(options.walMode());
