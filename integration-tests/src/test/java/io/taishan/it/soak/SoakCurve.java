@@ -84,8 +84,10 @@ public final class SoakCurve {
         return rows.size();
     }
 
+    /** NaN for a column this curve does not have (a CSV of an earlier version of the sampler). */
     public double value(int row, String column) {
-        return rows.get(row)[index(column)];
+        int c = columns.indexOf(column);
+        return c < 0 ? Double.NaN : rows.get(row)[c];
     }
 
     /** The run's length: the time of its last sample while the job ran. */
@@ -113,8 +115,10 @@ public final class SoakCurve {
 
     /** The measured (non-NaN) values of a column at those samples. */
     public double[] values(String column, List<Integer> at) {
-        int c = index(column);
-        return at.stream().mapToDouble(r -> rows.get(r)[c]).filter(v -> !Double.isNaN(v)).toArray();
+        return at.stream()
+                .mapToDouble(r -> value(r, column))
+                .filter(v -> !Double.isNaN(v))
+                .toArray();
     }
 
     public static double median(double[] values) {
@@ -154,14 +158,6 @@ public final class SoakCurve {
                 value(row, TIME),
                 value(row, RUNNING) == 1 ? "" : "(ended)",
                 format(value(row, column)));
-    }
-
-    private int index(String column) {
-        int i = columns.indexOf(column);
-        if (i < 0) {
-            throw new IllegalArgumentException("no soak column " + column + " in " + columns);
-        }
-        return i;
     }
 
     static String format(double value) {

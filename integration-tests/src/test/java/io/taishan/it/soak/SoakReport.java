@@ -226,7 +226,9 @@ public final class SoakReport {
                             check.what(),
                             check.measured(),
                             check.bound(),
-                            check.holds() ? "holds" : "**violated**"));
+                            check.measured().equals("not measured")
+                                    ? "–"
+                                    : check.holds() ? "holds" : "**violated**"));
         }
         return md.toString();
     }
