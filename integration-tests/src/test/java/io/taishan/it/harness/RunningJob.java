@@ -212,6 +212,14 @@ public final class RunningJob {
         return this;
     }
 
+    /**
+     * Records the stateful operator has processed so far, replays after a failover included: a
+     * soak's throughput curve.
+     */
+    public long recordsProcessed() {
+        return JobRecorder.recordsProcessed(runId);
+    }
+
     /** How often the stateful operator was restarted after a failure within this job. */
     public long failovers() {
         return JobRecorder.highestAttempt(runId);

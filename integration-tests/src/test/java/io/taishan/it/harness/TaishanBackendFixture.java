@@ -79,6 +79,16 @@ public final class TaishanBackendFixture implements BackendFixture {
         return server.pid();
     }
 
+    /** The server's data directory, for a soak's disk-use curve. */
+    public Path dataDir() {
+        return dataDir;
+    }
+
+    /** Where the server's stdout and stderr go, to keep it after a long run. */
+    public Path serverLogFile() {
+        return server.logFile();
+    }
+
     /** The server's own account of what happened, for failure messages. */
     public String serverOutput() {
         return server.recentOutput();

@@ -39,6 +39,16 @@ final class RocksResources implements AutoCloseable {
     private static final long MANIFEST_PREALLOCATION_BYTES = 64 << 10;
 
     /**
+     * Every checkpoint flushes each shard, and every flush appends a version edit (~170 bytes) to
+     * the MANIFEST, which RocksDB rewrites compactly only past {@code max_manifest_file_size}
+     * (default 1 GiB). Each snapshot copies the MANIFEST, so a job checkpointing every second grew
+     * each shard's by ~600 KiB an hour, and its disk and the bytes every checkpoint copies and
+     * fsyncs with it (the soak, docs/soak.md: 17 to 45 MiB in 16 minutes for 128 shards). Past this
+     * size RocksDB starts a new MANIFEST holding only the live version, a few KiB here.
+     */
+    static final long MAX_MANIFEST_BYTES = MANIFEST_PREALLOCATION_BYTES;
+
+    /**
      * RocksDB's non-associative string append with Flink's list delimiter ','. Flink's RocksDB
      * backend uses it for the reason we do: it joins all of a key's operands in one full merge,
      * linear in the list's size, where the associative {@code stringappend} copies the growing
@@ -110,11 +120,12 @@ final class RocksResources implements AutoCloseable {
                         .setLogger(rocksLogger)
                         .setTableFormatConfig(tableConfig)
                         .setWriteBufferSize(options.shardWriteBufferBytes())
-                        // The default (write buffer / 8) would make a memtable holding one small
-                        // write
-                        // cost 512 KiB; with thousands of open shards that is what memory goes to.
+                        // The default (write buffer / 8) would make a memtable holding one
+                        // small write cost 512 KiB; with thousands of open shards that is what
+                        // memory goes to.
                         .setArenaBlockSize(ARENA_BLOCK_BYTES)
                         .setManifestPreallocationSize(MANIFEST_PREALLOCATION_BYTES)
+                        .setMaxManifestFileSize(MAX_MANIFEST_BYTES)
                         .setMaxWriteBufferNumber(4)
                         .setMaxBackgroundJobs(options.backgroundThreads())
                         .setMaxOpenFiles(options.maxOpenFilesPerShard())
