@@ -48,23 +48,7 @@ public final class TaishanDemo {
     private TaishanDemo() {}
 
     public static void main(String[] args) {
-        long start = System.nanoTime();
-        int exitCode;
-        try {
-            run();
-            Story.say("Demo OK in %.1f s.", Story.millisSince(start) / 1000.0);
-            exitCode = 0;
-        } catch (DemoFailure e) {
-            System.err.println("DEMO FAILED: " + e.getMessage());
-            exitCode = 1;
-        } catch (Throwable t) {
-            System.err.println("DEMO FAILED: " + t);
-            t.printStackTrace();
-            exitCode = 1;
-        }
-        System.out.flush();
-        // Flink and gRPC leave non-daemon threads behind; the verdict is in.
-        System.exit(exitCode);
+        Story.runAndExit(TaishanDemo::run);
     }
 
     private static void run() throws Exception {

@@ -44,15 +44,7 @@ public final class WriteBatch {
     }
 
     public WriteBatch put(ShardLease lease, byte[] key, byte[] value) {
-        return add(
-                lease,
-                WriteOp.newBuilder()
-                        .setPut(
-                                Put.newBuilder()
-                                        .setKey(ByteString.copyFrom(key))
-                                        .setValue(ByteString.copyFrom(value)))
-                        .build(),
-                key.length + value.length);
+        return addPut(lease, key, ByteString.copyFrom(value), false);
     }
 
     /**
@@ -60,28 +52,12 @@ public final class WriteBatch {
      * write completed. For large values, which the client uploads in chunks from this very array.
      */
     public WriteBatch putShared(ShardLease lease, byte[] key, byte[] value) {
-        return add(
-                lease,
-                WriteOp.newBuilder()
-                        .setPut(
-                                Put.newBuilder()
-                                        .setKey(ByteString.copyFrom(key))
-                                        .setValue(UnsafeByteOperations.unsafeWrap(value)))
-                        .build(),
-                key.length + value.length);
+        return addPut(lease, key, UnsafeByteOperations.unsafeWrap(value), false);
     }
 
     /** {@link #append}, keeping {@code value} itself as {@link #putShared} does. */
     public WriteBatch appendShared(ShardLease lease, byte[] key, byte[] value) {
-        return add(
-                lease,
-                WriteOp.newBuilder()
-                        .setAppend(
-                                Append.newBuilder()
-                                        .setKey(ByteString.copyFrom(key))
-                                        .setValue(UnsafeByteOperations.unsafeWrap(value)))
-                        .build(),
-                key.length + value.length);
+        return addAppend(lease, key, UnsafeByteOperations.unsafeWrap(value));
     }
 
     /**
@@ -93,16 +69,7 @@ public final class WriteBatch {
      * rebuild (which scans every live key) puts the keys live at that time back in.
      */
     public WriteBatch putScanOnly(ShardLease lease, byte[] key, byte[] value) {
-        return add(
-                lease,
-                WriteOp.newBuilder()
-                        .setPut(
-                                Put.newBuilder()
-                                        .setKey(ByteString.copyFrom(key))
-                                        .setValue(ByteString.copyFrom(value))
-                                        .setScanOnly(true))
-                        .build(),
-                key.length + value.length + SCAN_ONLY_FLAG_BYTES);
+        return addPut(lease, key, ByteString.copyFrom(value), true);
     }
 
     public WriteBatch delete(ShardLease lease, byte[] key) {
@@ -132,15 +99,30 @@ public final class WriteBatch {
      * key is absent, without a read.
      */
     public WriteBatch append(ShardLease lease, byte[] key, byte[] value) {
+        return addAppend(lease, key, ByteString.copyFrom(value));
+    }
+
+    private WriteBatch addPut(ShardLease lease, byte[] key, ByteString value, boolean scanOnly) {
+        Put.Builder put = Put.newBuilder().setKey(ByteString.copyFrom(key)).setValue(value);
+        if (scanOnly) {
+            put.setScanOnly(true);
+        }
+        return add(
+                lease,
+                WriteOp.newBuilder().setPut(put).build(),
+                key.length + value.size() + (scanOnly ? SCAN_ONLY_FLAG_BYTES : 0));
+    }
+
+    private WriteBatch addAppend(ShardLease lease, byte[] key, ByteString value) {
         return add(
                 lease,
                 WriteOp.newBuilder()
                         .setAppend(
                                 Append.newBuilder()
                                         .setKey(ByteString.copyFrom(key))
-                                        .setValue(ByteString.copyFrom(value)))
+                                        .setValue(value))
                         .build(),
-                key.length + value.length);
+                key.length + value.size());
     }
 
     /** A durable snapshot of the shard exactly at this point of its write stream. */

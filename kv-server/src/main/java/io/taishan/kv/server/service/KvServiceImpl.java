@@ -795,8 +795,6 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             fail(call, "ReadValue", e);
             return;
         }
-        call.setOnReadyHandler(stream::wakeUp);
-        call.setOnCancelHandler(stream::wakeUp);
         try {
             large.executor().execute(stream);
         } catch (RejectedExecutionException e) {
@@ -810,7 +808,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         private final ShardStore shard;
         private final long epoch;
         private final byte[] key;
-        private final Object readiness = new Object();
+        private final PacedSender<ReadValueResponse> out;
 
         ValueStream(
                 ServerCallStreamObserver<ReadValueResponse> call,
@@ -821,12 +819,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             this.shard = shard;
             this.epoch = epoch;
             this.key = key;
-        }
-
-        void wakeUp() {
-            synchronized (readiness) {
-                readiness.notifyAll();
-            }
+            this.out = new PacedSender<>(call);
         }
 
         @Override
@@ -906,21 +899,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         }
 
         private void send(ReadValueResponse message) throws ClientGone {
-            synchronized (readiness) {
-                while (!call.isReady()) {
-                    if (call.isCancelled()) {
-                        throw new ClientGone();
-                    }
-                    try {
-                        // Woken by onReady or onCancel; the timeout only guards a lost wake-up.
-                        readiness.wait(100);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new ClientGone();
-                    }
-                }
-            }
-            call.onNext(message);
+            out.send(message);
         }
     }
 
@@ -1376,8 +1355,6 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                             "FetchFilter failed on node " + cluster.selfAddress() + ": " + e));
             return;
         }
-        call.setOnReadyHandler(stream::wakeUp);
-        call.setOnCancelHandler(stream::wakeUp);
         try {
             storage.filterFetchExecutor().execute(stream);
         } catch (RejectedExecutionException e) {
@@ -1390,19 +1367,14 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         private final ServerCallStreamObserver<FetchFilterResponse> call;
         private final ShardStore shard;
         private final long epoch;
-        private final Object readiness = new Object();
+        private final PacedSender<FetchFilterResponse> out;
 
         FilterStream(
                 ServerCallStreamObserver<FetchFilterResponse> call, ShardStore shard, long epoch) {
             this.call = call;
             this.shard = shard;
             this.epoch = epoch;
-        }
-
-        void wakeUp() {
-            synchronized (readiness) {
-                readiness.notifyAll();
-            }
+            this.out = new PacedSender<>(call);
         }
 
         @Override
@@ -1453,21 +1425,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         }
 
         private void send(FetchFilterResponse message) throws ClientGone {
-            synchronized (readiness) {
-                while (!call.isReady()) {
-                    if (call.isCancelled()) {
-                        throw new ClientGone();
-                    }
-                    try {
-                        // Woken by onReady or onCancel; the timeout only guards a lost wake-up.
-                        readiness.wait(100);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new ClientGone();
-                    }
-                }
-            }
-            call.onNext(message);
+            out.send(message);
         }
 
         /** Cuts the filter's bytes into chunks; each buffer is sent as is, never reused. */
@@ -1511,6 +1469,47 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     }
 
     /** The client cancelled the stream or its deadline passed. */
+    /**
+     * Sends a server stream's messages from a thread of its own at the pace the client takes them
+     * (waits while the call is not ready), so a slow reader holds back only its own stream and no
+     * more than one message is buffered for it. Made while the call is being started: gRPC takes
+     * its ready and cancel handlers only then.
+     */
+    private static final class PacedSender<T> {
+        private final ServerCallStreamObserver<T> call;
+        private final Object readiness = new Object();
+
+        PacedSender(ServerCallStreamObserver<T> call) {
+            this.call = call;
+            call.setOnReadyHandler(this::wakeUp);
+            call.setOnCancelHandler(this::wakeUp);
+        }
+
+        private void wakeUp() {
+            synchronized (readiness) {
+                readiness.notifyAll();
+            }
+        }
+
+        void send(T message) throws ClientGone {
+            synchronized (readiness) {
+                while (!call.isReady()) {
+                    if (call.isCancelled()) {
+                        throw new ClientGone();
+                    }
+                    try {
+                        // Woken by onReady or onCancel; the timeout only guards a lost wake-up.
+                        readiness.wait(100);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new ClientGone();
+                    }
+                }
+            }
+            call.onNext(message);
+        }
+    }
+
     private static final class ClientGone extends IOException {
         private static final long serialVersionUID = 1L;
 
