@@ -13,7 +13,6 @@ import io.taishan.backend.remote.SharedKvStores;
 import io.taishan.backend.restore.CanonicalSavepointRestore;
 import io.taishan.backend.restore.TaishanRestoreOperation;
 import io.taishan.backend.snapshot.BackendMetrics;
-import io.taishan.backend.state.StateKeys;
 import io.taishan.backend.ttl.ServerSideExpiry;
 import io.taishan.backend.write.StateWriter;
 import io.taishan.backend.write.WriteBatchQueue;
@@ -36,6 +35,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import javax.annotation.Nonnull;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.ExecutionConfig;
@@ -150,14 +150,22 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     taishanGroup == null
                             ? connection.store()
                             : new MeteredKvStore(connection.store(), taishanGroup);
-            TaishanRestoreOperation.checkSnapshotsExist(store, manifests.refs());
             boolean newTable = store.describeTable(table).isEmpty();
             store.createTableIfAbsent(table, numberOfKeyGroups);
             createdTable = newTable;
             List<Integer> unrestored = new ArrayList<>();
+            // Names this backend on the kv-server: the shards it starts empty share one store,
+            // which its checkpoints cut at once.
+            String writerName = table + "/" + keyGroupRange + "/" + UUID.randomUUID();
             ShardLease[] leases =
                     TaishanRestoreOperation.takeShards(
-                            store, table, newTable, keyGroupRange, manifests.refs(), unrestored);
+                            store,
+                            table,
+                            writerName,
+                            newTable,
+                            keyGroupRange,
+                            manifests.refs(),
+                            unrestored);
 
             // The read path's layers exist before the first write, so each sees every write.
             queue =
@@ -175,13 +183,14 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             keyGroupRange.getStartKeyGroup(),
                             keyGroupRange.getNumberOfKeyGroups(),
                             ttlTimeProvider);
-            // Empty: opened without a snapshot (new, or wiped below). Not a cloned shard of a
-            // new table: it holds another job's snapshot.
+            // Empty: opened without a snapshot (new, or started empty by the server). Not a cloned
+            // shard of a new table: it holds another job's snapshot.
             Set<Integer> opened = new HashSet<>(unrestored);
             filters =
                     new ShardFilters(
                             keyGroupRange.getStartKeyGroup(),
                             keyGroupRange.getNumberOfKeyGroups(),
+                            numberOfKeyGroups,
                             opened::contains,
                             readPathConfig.bloomFilterEnabled());
             StateWriter writer = new StateWriter(queue, new ReadPathUpdates(cache, filters));
@@ -204,15 +213,6 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     MetricGroup read = taishanGroup.addGroup("read");
                     read.gauge("filterFetches", loader::fetches);
                     read.gauge("filterFetchFailures", loader::fetchFailures);
-                }
-            }
-            if (!newTable) {
-                // Opened without a snapshot: it may hold writes of an earlier attempt.
-                for (int keyGroup : unrestored) {
-                    writer.deleteRange(
-                            leases[keyGroup - keyGroupRange.getStartKeyGroup()],
-                            StateKeys.START_OF_ALL_STATES,
-                            StateKeys.END_OF_ALL_STATES);
                 }
             }
             HeapPriorityQueueSetFactory heapQueueFactory =

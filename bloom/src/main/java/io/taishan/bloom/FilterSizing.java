@@ -1,5 +1,8 @@
 package io.taishan.bloom;
 
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+
 /**
  * How big a shard's filter is and when it is rebuilt.
  *
@@ -85,6 +88,15 @@ public record FilterSizing(double targetFpp, long minKeys, long maxBytes) {
      * few milliseconds of model evaluation: call it per build, not per key.
      */
     public FilterGeometry geometryFor(long keys) {
+        if (keys <= minKeys) {
+            // Every new or tiny shard asks for the floor: a node opening tens of thousands of them
+            // must not evaluate the model for each.
+            return FLOORS.computeIfAbsent(this, s -> s.compute(s.minKeys));
+        }
+        return compute(keys);
+    }
+
+    private FilterGeometry compute(long keys) {
         double n = Math.max(keys, minKeys);
         int hi = maxBlocks();
         if (!meetsTarget(n, hi)) {
@@ -119,12 +131,43 @@ public record FilterSizing(double targetFpp, long minKeys, long maxBytes) {
      * filter's bit count.
      */
     public long rebuildThresholdBits(FilterGeometry geometry, double keysAtBuild) {
-        double triggerKeys = geometry.capacityAt(targetFpp * REBUILD_AT_FRACTION_OF_TARGET);
+        long[] capacities = capacities(geometry);
+        double triggerKeys = capacities[0];
         double guardKeys =
-                keysAtBuild
-                        + MIN_NEW_KEYS_FRACTION_OF_CAPACITY * Math.max(capacity(geometry), minKeys);
+                keysAtBuild + MIN_NEW_KEYS_FRACTION_OF_CAPACITY * Math.max(capacities[1], minKeys);
         double bits = geometry.expectedBitsSet(Math.max(triggerKeys, guardKeys));
         return (long) Math.min(geometry.bitCount(), Math.ceil(bits));
+    }
+
+    /** The floor geometry of each sizing in use: computed once, asked for by every new shard. */
+    private static final ConcurrentHashMap<FilterSizing, FilterGeometry> FLOORS =
+            new ConcurrentHashMap<>();
+
+    /**
+     * {@code capacityAt} at the rebuild trigger and at the target, per (sizing, geometry): a binary
+     * search over the model each, asked for whenever a filter is made or loaded. A node has few
+     * distinct geometries (they come from sizes), so the memo stays small; it is cleared if it ever
+     * is not.
+     */
+    private static final ConcurrentHashMap<List<Object>, long[]> CAPACITIES =
+            new ConcurrentHashMap<>();
+
+    private static final int MAX_MEMOIZED = 4096;
+
+    private long[] capacities(FilterGeometry geometry) {
+        List<Object> key = List.of(this, geometry);
+        long[] known = CAPACITIES.get(key);
+        if (known != null) {
+            return known;
+        }
+        long[] computed = {
+            geometry.capacityAt(targetFpp * REBUILD_AT_FRACTION_OF_TARGET), capacity(geometry)
+        };
+        if (CAPACITIES.size() >= MAX_MEMOIZED) {
+            CAPACITIES.clear();
+        }
+        CAPACITIES.put(key, computed);
+        return computed;
     }
 
     private boolean meetsTarget(double keys, int blocks) {

@@ -97,9 +97,7 @@ public final class RemoteSnapshotReleaser {
         return CompletableFuture.runAsync(
                 () -> {
                     try {
-                        for (int shard : shards) {
-                            store.dropSnapshot(table, shard, checkpointId);
-                        }
+                        store.dropSnapshot(table, toArray(shards), checkpointId);
                     } catch (RuntimeException e) {
                         LOG.warn(
                                 "Could not drop snapshots of aborted checkpoint {} of table {}",
@@ -159,9 +157,7 @@ public final class RemoteSnapshotReleaser {
                     }
                     for (long id : abandoned) {
                         try {
-                            for (int shard : shards) {
-                                store.dropSnapshot(table, shard, id);
-                            }
+                            store.dropSnapshot(table, toArray(shards), id);
                         } catch (RuntimeException e) {
                             LOG.warn(
                                     "Could not drop snapshots of unfinished checkpoint {} of"
@@ -184,5 +180,9 @@ public final class RemoteSnapshotReleaser {
     /** The watermark sent last, {@link Long#MIN_VALUE} before the first. */
     public long watermark() {
         return watermark;
+    }
+
+    private static int[] toArray(List<Integer> shards) {
+        return shards.stream().mapToInt(Integer::intValue).toArray();
     }
 }

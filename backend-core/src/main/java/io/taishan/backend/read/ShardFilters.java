@@ -1,6 +1,7 @@
 package io.taishan.backend.read;
 
 import io.taishan.bloom.BloomFilter;
+import io.taishan.bloom.FilterGeometry;
 import io.taishan.bloom.FilterSizing;
 import io.taishan.bloom.KeyHash;
 import io.taishan.bloom.LoadingFilter;
@@ -21,8 +22,17 @@ import java.util.function.IntPredicate;
  * and per read that reaches it.
  */
 public final class ShardFilters implements AutoCloseable {
-    /** What an empty shard's first filter is sized for, before the server's copy replaces it. */
-    static final long FRESH_SHARD_KEYS = 16_384;
+    /**
+     * What the empty shards of one operator's first filters are sized for together, before the
+     * server's copies replace them: 16,384 keys per shard at 128 key groups (20 KiB each), as many
+     * fewer per shard as there are more key groups, so an operator's filter memory does not grow
+     * with its max parallelism (at 32,768 key groups 16,384 per shard would be 655 MiB per subtask
+     * of parallelism 1).
+     */
+    static final long FRESH_KEYS_PER_OPERATOR = 16_384L * 128;
+
+    /** The floor of a fresh shard's filter: what the kv-server sizes a new shard's for. */
+    static final long MIN_FRESH_SHARD_KEYS = 64;
 
     private final int firstShard;
     private final LoadingFilter[] filters;
@@ -30,26 +40,36 @@ public final class ShardFilters implements AutoCloseable {
     private volatile IntConsumer falsePositiveListener = shard -> {};
 
     /**
+     * @param shardCount the owned shards
+     * @param tableShards the table's shards (the operator's max parallelism)
      * @param startsEmpty whether the shard (by id) starts with no data
      */
-    public ShardFilters(int firstShard, int shardCount, IntPredicate startsEmpty, boolean enabled) {
+    public ShardFilters(
+            int firstShard,
+            int shardCount,
+            int tableShards,
+            IntPredicate startsEmpty,
+            boolean enabled) {
         this.firstShard = firstShard;
         this.filters = new LoadingFilter[shardCount];
         this.enabled = enabled;
         if (!enabled) {
             return;
         }
+        FilterGeometry fresh =
+                FilterSizing.DEFAULT.geometryFor(freshShardKeys(Math.max(1, tableShards)));
         for (int i = 0; i < shardCount; i++) {
             LoadingFilter filter = new LoadingFilter();
             if (startsEmpty.test(firstShard + i)) {
-                filter.beginLoad()
-                        .complete(
-                                BloomFilter.create(
-                                        FilterSizing.DEFAULT.geometryFor(FRESH_SHARD_KEYS)),
-                                0);
+                filter.beginLoad().complete(BloomFilter.create(fresh), 0);
             }
             filters[i] = filter;
         }
+    }
+
+    /** What a fresh shard's filter is sized for in a table of {@code tableShards}. */
+    static long freshShardKeys(int tableShards) {
+        return Math.max(MIN_FRESH_SHARD_KEYS, FRESH_KEYS_PER_OPERATOR / tableShards);
     }
 
     /** A write of {@code key} to the shard is about to be enqueued. */

@@ -7,6 +7,7 @@ import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ScanRange;
 import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.WriteBatch;
@@ -109,6 +110,11 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public List<ShardLease> openShards(String table, int[] shards, String writer, boolean wipe) {
+        return timed(Kind.OPEN_SHARD, () -> delegate.openShards(table, shards, writer, wipe));
+    }
+
+    @Override
     public byte[] get(ShardLease lease, byte[] key) {
         return timed(Kind.GET, () -> delegate.get(lease, key));
     }
@@ -162,6 +168,12 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public List<ShardLease> restoreShards(
+            String table, String writer, List<ShardRestore> restores) {
+        return timed(Kind.RESTORE, () -> delegate.restoreShards(table, writer, restores));
+    }
+
+    @Override
     public List<SnapshotInfo> listSnapshots(String table) {
         return timed(Kind.SNAPSHOT, () -> delegate.listSnapshots(table));
     }
@@ -174,6 +186,11 @@ public final class MeteredKvStore implements KvStore {
     @Override
     public boolean dropSnapshot(String table, int shard, long snapshotId) {
         return timed(Kind.DROP_SNAPSHOTS, () -> delegate.dropSnapshot(table, shard, snapshotId));
+    }
+
+    @Override
+    public int dropSnapshot(String table, int[] shards, long snapshotId) {
+        return timed(Kind.DROP_SNAPSHOTS, () -> delegate.dropSnapshot(table, shards, snapshotId));
     }
 
     @Override

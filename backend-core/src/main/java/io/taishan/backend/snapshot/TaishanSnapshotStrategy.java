@@ -97,12 +97,14 @@ public final class TaishanSnapshotStrategy<K>
         }
         queue.checkHealthy();
         if (!ids.isNew(checkpointId)) {
-            // Flink never reuses a checkpoint id in a job, but tests do; the store keeps the
-            // first snapshot of an id, so drop ours before cutting it again.
+            // Flink never reuses a checkpoint id in a job, but tests do; the store keeps a pinned
+            // snapshot of an id, so drop ours before cutting it again.
             queue.flushAndWait();
-            for (ShardLease lease : leases) {
-                store.dropSnapshot(table, lease.shard(), checkpointId);
+            int[] shards = new int[leases.size()];
+            for (int i = 0; i < shards.length; i++) {
+                shards[i] = leases.get(i).shard();
             }
+            store.dropSnapshot(table, shards, checkpointId);
         }
         CompletableFuture<List<SnapshotInfo>> acknowledged =
                 queue.snapshotMarkers(leases, checkpointId, pinned);

@@ -177,7 +177,7 @@ class WriteBatchQueueTest {
 
     /** The read path without cache or filters: the pending writes over the store. */
     private byte[] read(ShardLease lease, byte[] key) {
-        ShardFilters noFilters = new ShardFilters(0, 2, shard -> false, false);
+        ShardFilters noFilters = new ShardFilters(0, 2, 2, shard -> false, false);
         StateCache noCache = new StateCacheRegistry().acquire(CacheType.NONE, 0);
         StateReader reader =
                 new StateReader(

@@ -68,7 +68,7 @@ public final class SweepCostProbe {
             kv.registerTtlStates(
                     TABLE, List.of(new TtlState(STATE_ID, TTL_MILLIS, TtlState.Layout.VALUE, 0)));
             // Reopening flushes each shard's memtable: the sweeps read SST files, as a large store.
-            server.storage().closeAllIdleShards();
+            server.storage().closeAllIdleStores();
             leases.clear();
             for (int s = 0; s < SHARDS; s++) {
                 leases.add(kv.openShard(TABLE, s));

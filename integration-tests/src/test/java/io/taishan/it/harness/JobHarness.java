@@ -26,7 +26,7 @@ import org.apache.flink.streaming.util.TestStreamEnvironment;
  * and retained on cancel; restores through {@code execution.savepoint.path}.
  */
 public final class JobHarness {
-    /** Fixed, because the number of key groups cannot change across a restore. */
+    /** Fixed per harness, because the number of key groups cannot change across a restore. */
     public static final int MAX_PARALLELISM = 128;
 
     static final Duration CHECKPOINT_INTERVAL = Duration.ofMillis(200);
@@ -36,14 +36,26 @@ public final class JobHarness {
     private final EventSchedule schedule;
     private final Path checkpointDir;
     private final Path savepointDir;
+    private final int maxParallelism;
 
     public JobHarness(
             MiniCluster cluster, BackendFixture backend, EventSchedule schedule, Path workDir) {
+        this(cluster, backend, schedule, workDir, MAX_PARALLELISM);
+    }
+
+    /** With {@code maxParallelism} key groups instead of {@link #MAX_PARALLELISM}. */
+    public JobHarness(
+            MiniCluster cluster,
+            BackendFixture backend,
+            EventSchedule schedule,
+            Path workDir,
+            int maxParallelism) {
         this.cluster = cluster;
         this.backend = backend;
         this.schedule = schedule;
         this.checkpointDir = workDir.resolve("checkpoints");
         this.savepointDir = workDir.resolve("savepoints");
+        this.maxParallelism = maxParallelism;
     }
 
     public BackendFixture backend() {
@@ -92,7 +104,7 @@ public final class JobHarness {
     private Configuration jobConfiguration(@Nullable String restorePath) {
         Configuration config = new Configuration();
         config.set(ExecutionOptions.RUNTIME_MODE, RuntimeExecutionMode.STREAMING);
-        config.set(PipelineOptions.MAX_PARALLELISM, MAX_PARALLELISM);
+        config.set(PipelineOptions.MAX_PARALLELISM, maxParallelism);
         // A failure must end the job, not restart it forever and look like a hang.
         config.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
         config.set(CheckpointingOptions.CHECKPOINTING_INTERVAL, CHECKPOINT_INTERVAL);

@@ -12,6 +12,8 @@ import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.DescribeShardsRequest;
 import io.taishan.kv.proto.DescribeShardsResponse;
 import io.taishan.kv.proto.DescribeTableRequest;
+import io.taishan.kv.proto.DropShardSnapshotsRequest;
+import io.taishan.kv.proto.DropShardSnapshotsResponse;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
@@ -33,10 +35,14 @@ import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
 import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.OpenShardsRequest;
+import io.taishan.kv.proto.OpenShardsResponse;
 import io.taishan.kv.proto.RegisterTtlStatesRequest;
 import io.taishan.kv.proto.ReportTtlTimeRequest;
 import io.taishan.kv.proto.ReportTtlTimeResponse;
 import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.RestoreShardsRequest;
+import io.taishan.kv.proto.RestoreShardsResponse;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.ShardRef;
@@ -274,6 +280,108 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                 callShard(table, shard, "OpenShard", false, stub -> stub.openShard(request))
                         .getEpoch();
         return new ShardLease(table, shard, epoch);
+    }
+
+    @Override
+    public List<ShardLease> openShards(String table, int[] shards, String writer, boolean wipe) {
+        ensureOpen();
+        TableInfo info = router.tableInfo(table);
+        Map<KvNode, OpenShardsRequest.Builder> byNode = new LinkedHashMap<>();
+        for (int shard : shards) {
+            byNode.computeIfAbsent(
+                            router.nodeFor(info, shard),
+                            n ->
+                                    OpenShardsRequest.newBuilder()
+                                            .setTable(table)
+                                            .setWriter(writer)
+                                            .setWipe(wipe))
+                    .addShards(shard);
+        }
+        List<OpenShardsRequest> requests = new ArrayList<>(byNode.size());
+        List<CompletableFuture<OpenShardsResponse>> pending = new ArrayList<>(byNode.size());
+        for (Map.Entry<KvNode, OpenShardsRequest.Builder> entry : byNode.entrySet()) {
+            OpenShardsRequest request = entry.getValue().build();
+            requests.add(request);
+            pending.add(
+                    caller.callAsync(
+                            entry.getKey(),
+                            () ->
+                                    "OpenShards("
+                                            + table
+                                            + ", "
+                                            + request.getShardsCount()
+                                            + " shards)",
+                            false,
+                            stub -> stub.openShards(request)));
+        }
+        Map<Integer, ShardLease> byShard = new HashMap<>();
+        List<OpenShardsResponse> responses = awaitAll(pending, table);
+        for (int n = 0; n < requests.size(); n++) {
+            OpenShardsRequest request = requests.get(n);
+            OpenShardsResponse response = responses.get(n);
+            for (int i = 0; i < request.getShardsCount(); i++) {
+                int shard = request.getShards(i);
+                byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i)));
+            }
+        }
+        List<ShardLease> leases = new ArrayList<>(shards.length);
+        for (int shard : shards) {
+            leases.add(byShard.get(shard));
+        }
+        return leases;
+    }
+
+    @Override
+    public List<ShardLease> restoreShards(
+            String table, String writer, List<ShardRestore> restores) {
+        ensureOpen();
+        TableInfo info = router.tableInfo(table);
+        Map<KvNode, RestoreShardsRequest.Builder> byNode = new LinkedHashMap<>();
+        for (ShardRestore r : restores) {
+            byNode.computeIfAbsent(
+                            router.nodeFor(info, r.shard()),
+                            n ->
+                                    RestoreShardsRequest.newBuilder()
+                                            .setTable(table)
+                                            .setWriter(writer))
+                    .addShards(
+                            io.taishan.kv.proto.ShardRestore.newBuilder()
+                                    .setShard(r.shard())
+                                    .setSourceTable(r.sourceTable())
+                                    .setSnapshotId(r.snapshotId()));
+        }
+        List<RestoreShardsRequest> requests = new ArrayList<>(byNode.size());
+        List<CompletableFuture<RestoreShardsResponse>> pending = new ArrayList<>(byNode.size());
+        for (Map.Entry<KvNode, RestoreShardsRequest.Builder> entry : byNode.entrySet()) {
+            RestoreShardsRequest request = entry.getValue().build();
+            requests.add(request);
+            pending.add(
+                    caller.callAsync(
+                            entry.getKey(),
+                            () ->
+                                    "RestoreShards("
+                                            + table
+                                            + ", "
+                                            + request.getShardsCount()
+                                            + " shards)",
+                            false,
+                            stub -> stub.restoreShards(request)));
+        }
+        Map<Integer, ShardLease> byShard = new HashMap<>();
+        List<RestoreShardsResponse> responses = awaitAll(pending, table);
+        for (int n = 0; n < requests.size(); n++) {
+            RestoreShardsRequest request = requests.get(n);
+            RestoreShardsResponse response = responses.get(n);
+            for (int i = 0; i < request.getShardsCount(); i++) {
+                int shard = request.getShards(i).getShard();
+                byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i)));
+            }
+        }
+        List<ShardLease> leases = new ArrayList<>(restores.size());
+        for (ShardRestore r : restores) {
+            leases.add(byShard.get(r.shard()));
+        }
+        return leases;
     }
 
     // ---- reads
@@ -821,6 +929,37 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                         .build();
         return callShard(table, shard, "DropSnapshot", true, stub -> stub.dropSnapshot(request))
                 .getDropped();
+    }
+
+    @Override
+    public int dropSnapshot(String table, int[] shards, long snapshotId) {
+        ensureOpen();
+        TableInfo info = router.tableInfo(table);
+        Map<KvNode, DropShardSnapshotsRequest.Builder> byNode = new LinkedHashMap<>();
+        for (int shard : shards) {
+            byNode.computeIfAbsent(
+                            router.nodeFor(info, shard),
+                            n ->
+                                    DropShardSnapshotsRequest.newBuilder()
+                                            .setTable(table)
+                                            .setSnapshotId(snapshotId))
+                    .addShards(shard);
+        }
+        List<CompletableFuture<DropShardSnapshotsResponse>> pending = new ArrayList<>();
+        for (Map.Entry<KvNode, DropShardSnapshotsRequest.Builder> entry : byNode.entrySet()) {
+            DropShardSnapshotsRequest request = entry.getValue().build();
+            pending.add(
+                    caller.callAsync(
+                            entry.getKey(),
+                            () -> "DropShardSnapshots(" + table + ", id " + snapshotId + ")",
+                            true,
+                            stub -> stub.dropShardSnapshots(request)));
+        }
+        int dropped = 0;
+        for (DropShardSnapshotsResponse response : awaitAll(pending, table)) {
+            dropped += response.getDropped();
+        }
+        return dropped;
     }
 
     @Override

@@ -38,6 +38,29 @@ public interface KvStore extends AutoCloseable {
     /** Takes ownership of a shard: every lease handed out before for it is fenced from now on. */
     ShardLease openShard(String table, int shard);
 
+    /**
+     * Takes ownership of many shards of one table for one {@code writer} (any name unique to the
+     * caller, e.g. a random id per state backend), in one call per node: the shards a writer starts
+     * empty share a store on the node, which its checkpoints then cut at once. A shard without
+     * data, and every one with {@code wipe}, starts empty (with {@code wipe} its unpinned snapshots
+     * are dropped too); a shard with data otherwise keeps it.
+     *
+     * @return the leases, in the order of {@code shards}
+     */
+    List<ShardLease> openShards(String table, int[] shards, String writer, boolean wipe);
+
+    /**
+     * Takes many shards of one table for one {@code writer} from snapshots, of this table (a
+     * rollback) or of others with the same shard count (a clone), in one call per node: every
+     * snapshot is checked to exist first ({@link SnapshotNotFoundException} naming the missing
+     * ones, nothing changed), then the shards are re-pointed at them, no data copied. Shards not
+     * named are never touched, whoever owns them. The unpinned snapshots of a rolled-back shard
+     * above the one restored, and all of a cloned shard's, are dropped.
+     *
+     * @return the leases, in the order of {@code restores}
+     */
+    List<ShardLease> restoreShards(String table, String writer, List<ShardRestore> restores);
+
     // ---- reads
 
     /** The value, or null when the key is absent. */
@@ -83,6 +106,12 @@ public interface KvStore extends AutoCloseable {
 
     /** Drops one snapshot, pinned or not; false if it did not exist. */
     boolean dropSnapshot(String table, int shard, long snapshotId);
+
+    /**
+     * Drops snapshot {@code snapshotId} of every one of {@code shards}, pinned or not, in one call
+     * per node; returns how many existed.
+     */
+    int dropSnapshot(String table, int[] shards, long snapshotId);
 
     /** Drops every unpinned snapshot of the table with an id below {@code snapshotId}. */
     int dropSnapshotsBelow(String table, long snapshotId);

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.TreeSet;
@@ -70,11 +71,11 @@ public final class KvServerConfig {
                         WalMode.of(b.walEnabled, b.walSync),
                         b.blockCacheBytes,
                         b.writeBufferBytes,
-                        b.shardWriteBufferBytes,
+                        b.storeWriteBufferBytes,
                         b.backgroundThreads,
-                        b.maxOpenFilesPerShard,
-                        b.shardIdleClose,
-                        b.maxOpenShards,
+                        b.maxOpenFilesPerStore,
+                        b.storeIdleClose,
+                        b.maxOpenStores,
                         new FilterOptions(
                                 b.filterTargetFpp,
                                 b.filterMaxShardBytes,
@@ -107,11 +108,11 @@ public final class KvServerConfig {
         b.walSync = storage.walMode() == WalMode.SYNC;
         b.blockCacheBytes = storage.blockCacheBytes();
         b.writeBufferBytes = storage.writeBufferBytes();
-        b.shardWriteBufferBytes = storage.shardWriteBufferBytes();
+        b.storeWriteBufferBytes = storage.storeWriteBufferBytes();
         b.backgroundThreads = storage.backgroundThreads();
-        b.maxOpenFilesPerShard = storage.maxOpenFilesPerShard();
-        b.shardIdleClose = storage.shardIdleClose();
-        b.maxOpenShards = storage.maxOpenShards();
+        b.maxOpenFilesPerStore = storage.maxOpenFilesPerStore();
+        b.storeIdleClose = storage.storeIdleClose();
+        b.maxOpenStores = storage.maxOpenStores();
         b.filters(storage.filters());
         b.shutdownGrace = shutdownGrace;
         b.ttlSweepInterval = ttlSweepInterval;
@@ -251,11 +252,11 @@ public final class KvServerConfig {
         private boolean walSync;
         private long blockCacheBytes;
         private long writeBufferBytes;
-        private long shardWriteBufferBytes;
+        private long storeWriteBufferBytes;
         private int backgroundThreads;
-        private int maxOpenFilesPerShard;
-        private Duration shardIdleClose;
-        private int maxOpenShards;
+        private int maxOpenFilesPerStore;
+        private Duration storeIdleClose;
+        private int maxOpenStores;
         private double filterTargetFpp;
         private long filterMaxShardBytes;
         private long filterMaxMemoryBytes;
@@ -279,11 +280,11 @@ public final class KvServerConfig {
             walSync = d.walMode() == WalMode.SYNC;
             blockCacheBytes = d.blockCacheBytes();
             writeBufferBytes = d.writeBufferBytes();
-            shardWriteBufferBytes = d.shardWriteBufferBytes();
+            storeWriteBufferBytes = d.storeWriteBufferBytes();
             backgroundThreads = d.backgroundThreads();
-            maxOpenFilesPerShard = d.maxOpenFilesPerShard();
-            shardIdleClose = d.shardIdleClose();
-            maxOpenShards = d.maxOpenShards();
+            maxOpenFilesPerStore = d.maxOpenFilesPerStore();
+            storeIdleClose = d.storeIdleClose();
+            maxOpenStores = d.maxOpenStores();
             filters(d.filters());
         }
 
@@ -385,8 +386,8 @@ public final class KvServerConfig {
             return this;
         }
 
-        public Builder shardWriteBufferBytes(long n) {
-            this.shardWriteBufferBytes = n;
+        public Builder storeWriteBufferBytes(long n) {
+            this.storeWriteBufferBytes = n;
             return this;
         }
 
@@ -395,18 +396,18 @@ public final class KvServerConfig {
             return this;
         }
 
-        public Builder maxOpenFilesPerShard(int n) {
-            this.maxOpenFilesPerShard = n;
+        public Builder maxOpenFilesPerStore(int n) {
+            this.maxOpenFilesPerStore = n;
             return this;
         }
 
-        public Builder shardIdleClose(Duration d) {
-            this.shardIdleClose = Objects.requireNonNull(d);
+        public Builder storeIdleClose(Duration d) {
+            this.storeIdleClose = Objects.requireNonNull(d);
             return this;
         }
 
-        public Builder maxOpenShards(int n) {
-            this.maxOpenShards = n;
+        public Builder maxOpenStores(int n) {
+            this.maxOpenStores = n;
             return this;
         }
 
@@ -496,12 +497,30 @@ public final class KvServerConfig {
             return this;
         }
 
+        /** Keys of the per-shard layout, and what replaced them. */
+        private static final Map<String, String> RENAMED_KEYS =
+                Map.of(
+                        "shards.max-open", "stores.max-open",
+                        "shards.idle-close", "stores.idle-close",
+                        "rocksdb.shard-write-buffer-bytes", "rocksdb.store-write-buffer-bytes",
+                        "rocksdb.max-open-files-per-shard", "rocksdb.max-open-files-per-store");
+
         /**
          * Applies a config file's keys; a key not declared in {@link KvServerOptions} and a bad
          * value fail with a message naming the key.
          */
         public Builder properties(Properties props) {
             for (String key : new TreeSet<>(props.stringPropertyNames())) {
+                String renamed = RENAMED_KEYS.get(key);
+                if (renamed != null) {
+                    throw new IllegalArgumentException(
+                            "config key '"
+                                    + key
+                                    + "' is now '"
+                                    + renamed
+                                    + "': shards are key ranges of stores, one RocksDB instance"
+                                    + " per writer of a table");
+                }
                 if (KvServerOptions.forKey(key).isEmpty()) {
                     throw new IllegalArgumentException("unknown config key '" + key + "'");
                 }
@@ -531,14 +550,14 @@ public final class KvServerConfig {
                     case "rocksdb.block-cache-bytes" -> blockCacheBytes(ConfigValues.bytes(key, v));
                     case "rocksdb.write-buffer-bytes" ->
                             writeBufferBytes(ConfigValues.bytes(key, v));
-                    case "rocksdb.shard-write-buffer-bytes" ->
-                            shardWriteBufferBytes(ConfigValues.bytes(key, v));
+                    case "rocksdb.store-write-buffer-bytes" ->
+                            storeWriteBufferBytes(ConfigValues.bytes(key, v));
                     case "rocksdb.background-threads" ->
                             backgroundThreads(ConfigValues.integer(key, v));
-                    case "rocksdb.max-open-files-per-shard" ->
-                            maxOpenFilesPerShard(ConfigValues.integer(key, v));
-                    case "shards.idle-close" -> shardIdleClose(ConfigValues.duration(key, v));
-                    case "shards.max-open" -> maxOpenShards(ConfigValues.integer(key, v));
+                    case "rocksdb.max-open-files-per-store" ->
+                            maxOpenFilesPerStore(ConfigValues.integer(key, v));
+                    case "stores.idle-close" -> storeIdleClose(ConfigValues.duration(key, v));
+                    case "stores.max-open" -> maxOpenStores(ConfigValues.integer(key, v));
                     case "shutdown.grace" -> shutdownGrace(ConfigValues.duration(key, v));
                     case "ttl.sweep-interval" -> ttlSweepInterval(ConfigValues.duration(key, v));
                     case "ttl.sweep-bytes-per-second" ->
@@ -656,13 +675,13 @@ public final class KvServerConfig {
             }
             positive("rocksdb.block-cache-bytes", blockCacheBytes);
             positive("rocksdb.write-buffer-bytes", writeBufferBytes);
-            positive("rocksdb.shard-write-buffer-bytes", shardWriteBufferBytes);
+            positive("rocksdb.store-write-buffer-bytes", storeWriteBufferBytes);
             positive("rocksdb.background-threads", backgroundThreads);
-            positive("shards.max-open", maxOpenShards);
-            if (maxOpenFilesPerShard == 0 || maxOpenFilesPerShard < -1) {
+            positive("stores.max-open", maxOpenStores);
+            if (maxOpenFilesPerStore == 0 || maxOpenFilesPerStore < -1) {
                 throw new IllegalArgumentException(
-                        "rocksdb.max-open-files-per-shard must be -1 (unlimited) or > 0, not "
-                                + maxOpenFilesPerShard);
+                        "rocksdb.max-open-files-per-store must be -1 (unlimited) or > 0, not "
+                                + maxOpenFilesPerStore);
             }
             if (ttlSweepInterval.isNegative() || ttlSweepInterval.isZero()) {
                 throw new IllegalArgumentException(
@@ -673,7 +692,7 @@ public final class KvServerConfig {
                         "ttl.sweep-bytes-per-second must be >= 0 (0: unlimited), not "
                                 + ttlSweepBytesPerSecond);
             }
-            if (shardIdleClose.isNegative() || shutdownGrace.isNegative()) {
+            if (storeIdleClose.isNegative() || shutdownGrace.isNegative()) {
                 throw new IllegalArgumentException("durations must not be negative");
             }
             security().validate();

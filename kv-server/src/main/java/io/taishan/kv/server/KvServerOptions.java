@@ -256,53 +256,56 @@ public final class KvServerOptions {
                     "rocksdb.write-buffer-bytes",
                     ValueType.SIZE,
                     "128m",
-                    "The memtable memory of all shards together (one WriteBufferManager, charged"
+                    "The memtable memory of all stores together (one WriteBufferManager, charged"
                             + " to the block cache).");
 
-    public static final ServerOption ROCKSDB_SHARD_WRITE_BUFFER_BYTES =
+    public static final ServerOption ROCKSDB_STORE_WRITE_BUFFER_BYTES =
             option(
-                    "rocksdb.shard-write-buffer-bytes",
+                    "rocksdb.store-write-buffer-bytes",
                     ValueType.SIZE,
-                    "8m",
-                    "One shard's memtable size (up to 4 per shard, within"
-                            + " rocksdb.write-buffer-bytes). A memtable's arena grows in 64 KiB"
-                            + " blocks, so a shard with few writes holds little of it.");
+                    "32m",
+                    "One store's memtable size (up to 4 per store, within"
+                            + " rocksdb.write-buffer-bytes). A store is one RocksDB instance holding"
+                            + " the key ranges of one writer's shards of a table (a Flink subtask's"
+                            + " key groups). A memtable's arena grows in 64 KiB blocks, so a store"
+                            + " with few writes holds little of it.");
 
     public static final ServerOption ROCKSDB_BACKGROUND_THREADS =
             option(
                     "rocksdb.background-threads",
                     ValueType.INTEGER,
                     "2",
-                    "Flush and compaction threads shared by all shards of the node.");
+                    "Flush and compaction threads shared by all stores of the node.");
 
-    public static final ServerOption ROCKSDB_MAX_OPEN_FILES_PER_SHARD =
+    public static final ServerOption ROCKSDB_MAX_OPEN_FILES_PER_STORE =
             option(
-                    "rocksdb.max-open-files-per-shard",
+                    "rocksdb.max-open-files-per-store",
                     ValueType.INTEGER,
                     "64",
-                    "RocksDB's max_open_files of one shard: the SST files its table cache holds"
-                            + " open (-1: unlimited). An open shard holds 6 file descriptors with"
-                            + " one SST open, plus one per further open SST, up to this.");
+                    "RocksDB's max_open_files of one store: the SST files its table cache holds"
+                            + " open (-1: unlimited). An open store holds about 6 file descriptors"
+                            + " with one SST open, plus one per further open SST, up to this.");
 
-    // ---- shards
+    // ---- stores
 
-    public static final ServerOption SHARDS_IDLE_CLOSE =
+    public static final ServerOption STORES_IDLE_CLOSE =
             option(
-                    "shards.idle-close",
+                    "stores.idle-close",
                     ValueType.DURATION,
                     "5m",
-                    "An open shard unused this long is flushed and closed (it reopens on the next"
+                    "An open store unused this long is flushed and closed (it reopens on the next"
                             + " call, in a few ms).");
 
-    public static final ServerOption SHARDS_MAX_OPEN =
+    public static final ServerOption STORES_MAX_OPEN =
             option(
-                    "shards.max-open",
+                    "stores.max-open",
                     ValueType.INTEGER,
                     "1024",
-                    "Above this many open shards the least recently used are flushed and closed."
+                    "Above this many open stores the least recently used are flushed and closed."
                             + " Lowered at start to what the file descriptor limit allows (about"
-                            + " (ulimit -n − 512) / 8), with a warning. The shards on disk are not"
-                            + " limited.");
+                            + " (ulimit -n − 512) / (rocksdb.max-open-files-per-store + 8)), with a"
+                            + " warning. The stores on disk are not limited; a store holds the"
+                            + " shards of one writer of one table, however many.");
 
     public static final ServerOption SHUTDOWN_GRACE =
             option(

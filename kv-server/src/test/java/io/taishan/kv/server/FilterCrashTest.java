@@ -15,9 +15,9 @@ import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.WriteBatch;
+import io.taishan.kv.server.storage.StorageTestAccess;
 import io.taishan.kv.testing.KvServerProcess;
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -42,20 +42,21 @@ class FilterCrashTest {
     void afterAProcessCrashWithTheWalOnTheFilterIsUnavailableUntilRebuiltThenComplete()
             throws IOException, InterruptedException {
         Path data = tmp.resolve("data");
-        Path savedFilter = data.resolve("tables/" + TABLE + "/shard-0/live/TAISHAN-FILTER");
+        // Writer "a" makes the table's first store (id 1), writer "b" the second.
+        Path savedFilter = data.resolve("tables/" + TABLE + "/stores/1/live/TAISHAN-FILTERS");
         List<String> before = keys("before-", 300);
         List<String> after = keys("after-", 300);
         ShardLease lease;
         int port;
 
-        // One open shard at most: opening shard 1 closes shard 0, which saves its filter.
+        // One open store at most: opening shard 1's closes shard 0's, which saves its filter.
         KvServerProcess first =
-                KvServerProcess.start(data, config("wal.enabled = true\nshards.max-open = 1\n"));
+                KvServerProcess.start(data, config("wal.enabled = true\nstores.max-open = 1\n"));
         port = first.port();
         try (GrpcKvStore kv = connect(first)) {
             kv.createTable(TABLE, 2);
-            lease = kv.openShard(TABLE, 0);
-            ShardLease other = kv.openShard(TABLE, 1);
+            lease = kv.openShards(TABLE, new int[] {0}, "a", false).get(0);
+            ShardLease other = kv.openShards(TABLE, new int[] {1}, "b", false).get(0);
             kv.write(put(new WriteBatch(TABLE), lease, before));
             kv.write(new WriteBatch(TABLE).put(other, b("x"), b("y")));
             FilterEndToEndTest.await(
@@ -137,9 +138,7 @@ class FilterCrashTest {
     }
 
     private static RebuildingFilter readSaved(Path file) throws IOException {
-        try (InputStream in = Files.newInputStream(file)) {
-            return RebuildingFilter.readFrom(FilterSizing.DEFAULT, in);
-        }
+        return StorageTestAccess.readSavedFilter(file, 0, FilterSizing.DEFAULT);
     }
 
     private static List<String> absent(RebuildingFilter filter, List<String> keys) {

@@ -23,6 +23,7 @@ import io.taishan.kv.proto.FetchFilterResponse;
 import io.taishan.kv.proto.KvServiceGrpc;
 import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.server.storage.FilterOptions;
+import io.taishan.kv.server.storage.StorageTestAccess;
 import java.io.ByteArrayOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -63,7 +64,7 @@ class FilterEndToEndTest {
                         .port(port)
                         .blockCacheBytes(32 << 20)
                         .writeBufferBytes(32 << 20)
-                        .shardWriteBufferBytes(4 << 20)
+                        .storeWriteBufferBytes(4 << 20)
                         .filters(filters)
                         .build());
     }
@@ -198,7 +199,7 @@ class FilterEndToEndTest {
                     m.live = new TreeSet<>(m.snapshots.get(id));
                     restores++;
                 } else if (action < 90) {
-                    server.storage().closeAllIdleShards();
+                    server.storage().closeAllIdleStores();
                     everyShard = true;
                 } else if (action < 92 && restarts < 2) {
                     kv.close();
@@ -377,13 +378,15 @@ class FilterEndToEndTest {
         try (EmbeddedKvServer server = start(0);
                 GrpcKvStore kv = connect(server)) {
             kv.createTable(TABLE, 4);
-            ShardLease s0 = kv.openShard(TABLE, 0);
-            ShardLease s1 = kv.openShard(TABLE, 1);
+            // Two writers: two stores, whose saved filters are files of their own.
+            ShardLease s0 = kv.openShards(TABLE, new int[] {0}, "writer-0", false).get(0);
+            ShardLease s1 = kv.openShards(TABLE, new int[] {1}, "writer-1", false).get(0);
             kv.write(new WriteBatch(TABLE).put(s0, b("a"), b("1")).put(s1, b("b"), b("1")));
-            server.storage().closeAllIdleShards();
+            server.storage().closeAllIdleStores();
             kv.write(new WriteBatch(TABLE).put(s0, b("c"), b("1")));
             // Shard 1 now has data, no saved filter: what an unclean stop leaves.
-            Files.delete(dataDir.resolve("tables/" + TABLE + "/shard-1/live/TAISHAN-FILTER"));
+            Files.delete(
+                    StorageTestAccess.savedFiltersOf(server.storage().tableStore(TABLE).shard(1)));
 
             List<ShardStatus> shards = kv.describeShards(TABLE);
             assertThat(shards).extracting(ShardStatus::shard).containsExactly(0, 1);
@@ -420,7 +423,7 @@ class FilterEndToEndTest {
                 batch.put(old, b("old-" + i), b("v"));
             }
             kv.write(batch.snapshotMarker(old, 1, false));
-            server.storage().closeAllIdleShards();
+            server.storage().closeAllIdleStores();
 
             kv.dropTable(TABLE);
             assertThat(kv.health().get(0).filterBytes()).isZero();

@@ -139,11 +139,11 @@ class KvServerMainTest {
                         "limits.max-scan-page-bytes = 512k",
                         "rocksdb.block-cache-bytes = 1g",
                         "rocksdb.write-buffer-bytes = 256m",
-                        "rocksdb.shard-write-buffer-bytes = 2m",
+                        "rocksdb.store-write-buffer-bytes = 2m",
                         "rocksdb.background-threads = 4",
-                        "rocksdb.max-open-files-per-shard = -1",
-                        "shards.idle-close = 30s",
-                        "shards.max-open = 500",
+                        "rocksdb.max-open-files-per-store = -1",
+                        "stores.idle-close = 30s",
+                        "stores.max-open = 500",
                         "shutdown.grace = 2s",
                         "ttl.sweep-interval = 15s",
                         "ttl.sweep-bytes-per-second = 8m",
@@ -186,11 +186,11 @@ class KvServerMainTest {
         var storage = c.storageOptions(Path.of("/d"));
         assertThat(storage.blockCacheBytes()).isEqualTo(1L << 30);
         assertThat(storage.writeBufferBytes()).isEqualTo(256L << 20);
-        assertThat(storage.shardWriteBufferBytes()).isEqualTo(2L << 20);
+        assertThat(storage.storeWriteBufferBytes()).isEqualTo(2L << 20);
         assertThat(storage.backgroundThreads()).isEqualTo(4);
-        assertThat(storage.maxOpenFilesPerShard()).isEqualTo(-1);
-        assertThat(storage.shardIdleClose()).isEqualTo(Duration.ofSeconds(30));
-        assertThat(storage.maxOpenShards()).isEqualTo(500);
+        assertThat(storage.maxOpenFilesPerStore()).isEqualTo(-1);
+        assertThat(storage.storeIdleClose()).isEqualTo(Duration.ofSeconds(30));
+        assertThat(storage.maxOpenStores()).isEqualTo(500);
         assertThat(c.shutdownGrace()).isEqualTo(Duration.ofSeconds(2));
         assertThat(c.ttlSweepInterval()).isEqualTo(Duration.ofSeconds(15));
         assertThat(c.ttlSweepBytesPerSecond()).isEqualTo(8L << 20);

@@ -370,8 +370,13 @@ class KvStoreEndToEndTest {
         assertThat(third.reused()).isTrue();
         assertThat(second.fileCount()).isEqualTo(first.fileCount());
         assertThat(second.sizeBytes()).isEqualTo(first.sizeBytes());
-        // Idempotent: the same id again is the same snapshot.
-        assertThat(kv.snapshot(List.of(lease), 1, true).get(0)).isEqualTo(first);
+        // An unpinned id taken again is replaced (the shard is unchanged, so by the same cut).
+        SnapshotInfo again = kv.snapshot(List.of(lease), 1, true).get(0);
+        assertThat(again.pinned()).isTrue();
+        assertThat(again.reused()).isTrue();
+        assertThat(again.sizeBytes()).isEqualTo(first.sizeBytes());
+        // A pinned one stays as it is.
+        assertThat(kv.snapshot(List.of(lease), 1, false).get(0).pinned()).isTrue();
         kv.dropSnapshot(t, 0, 1);
         assertThat(get(kv.restore(t, 0, 2), "k")).isEqualTo("v");
     }

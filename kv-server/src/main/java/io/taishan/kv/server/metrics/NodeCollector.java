@@ -26,7 +26,7 @@ import org.rocksdb.TickerType;
  * The node's storage, write, expiry and RocksDB metrics, taken when Prometheus scrapes. What costs
  * more than reading a few counters is sampled at most once per {@code sampleInterval} and reused by
  * the scrapes in between: the walk of the data directory (one stat per file) and the RocksDB
- * properties of the open shards (a few JNI reads per open shard, never waiting for a shard's lock).
+ * properties of the open stores (a few JNI reads per open store, never waiting for a table lock).
  * Scrapes are serialized, so two scrapers never sample twice at once.
  *
  * <p>Attached once the node serves and detached before its storage closes, under the same monitor
@@ -79,14 +79,14 @@ final class NodeCollector implements MultiCollector {
         gauge(out, "tables", "Tables in the node's catalog", storage.tableCount());
         gauge(
                 out,
-                "open_shards",
-                "Shards whose RocksDB instance is open",
-                storage.openShardCount());
+                "open_stores",
+                "RocksDB instances open (each holds the key ranges of several shards of a table)",
+                storage.openStoreCount());
         gauge(
                 out,
-                "max_open_shards",
-                "shards.max-open after the start-up clamp to the file descriptor limit",
-                storage.options().maxOpenShards());
+                "max_open_stores",
+                "stores.max-open after the start-up clamp to the file descriptor limit",
+                storage.options().maxOpenStores());
         gauge(
                 out,
                 "leases_fenced_at_start",
@@ -169,12 +169,21 @@ final class NodeCollector implements MultiCollector {
                 "data_dir_bytes",
                 "Bytes of the distinct files under the data dir (a hard-linked file counts once)",
                 disk.totalBytes());
-        gauge(out, "live_data_bytes", "Bytes of the shards' live RocksDB files", disk.liveBytes());
-        gauge(out, "shard_snapshots", "Shard snapshots on disk", disk.snapshotCount());
+        gauge(out, "live_data_bytes", "Bytes of the stores' live RocksDB files", disk.liveBytes());
         gauge(
                 out,
-                "shard_snapshot_bytes",
-                "The shard snapshots' sizes summed (a file shared by several counts in each)",
+                "shard_snapshots",
+                "Shard snapshots held (each references a cut)",
+                storage.shardSnapshotCount());
+        gauge(
+                out,
+                "cuts",
+                "Cuts on disk: hard-link checkpoints of stores, which shard snapshots reference",
+                disk.snapshotCount());
+        gauge(
+                out,
+                "cut_bytes",
+                "The cuts' sizes summed (a file shared by several counts in each)",
                 disk.snapshotBytes());
         gauge(out, "data_dir_files", "Files under the data dir", disk.files());
         gauge(
@@ -222,44 +231,44 @@ final class NodeCollector implements MultiCollector {
         gauge(
                 out,
                 "rocksdb_memtable_bytes",
-                "Active and immutable memtables of the open shards (rocksdb.cur-size-all-mem-tables)",
+                "Active and immutable memtables of the open stores (rocksdb.cur-size-all-mem-tables)",
                 r.memtableBytes());
         gauge(
                 out,
                 "rocksdb_pending_compaction_bytes",
-                "Bytes compaction has to rewrite to settle the open shards' levels"
+                "Bytes compaction has to rewrite to settle the open stores' levels"
                         + " (rocksdb.estimate-pending-compaction-bytes)",
                 r.pendingCompactionBytes());
         gauge(
                 out,
                 "rocksdb_running_compactions",
-                "Compactions running in the open shards",
+                "Compactions running in the open stores",
                 r.runningCompactions());
         gauge(
                 out,
-                "rocksdb_write_stopped_shards",
-                "Open shards whose writes RocksDB has stopped (rocksdb.is-write-stopped)",
-                r.writeStoppedShards());
+                "rocksdb_write_stopped_stores",
+                "Open stores whose writes RocksDB has stopped (rocksdb.is-write-stopped)",
+                r.writeStoppedStores());
         gauge(
                 out,
-                "rocksdb_write_delayed_shards",
-                "Open shards whose writes RocksDB slows down (rocksdb.actual-delayed-write-rate"
+                "rocksdb_write_delayed_stores",
+                "Open stores whose writes RocksDB slows down (rocksdb.actual-delayed-write-rate"
                         + " > 0)",
-                r.writeDelayedShards());
+                r.writeDelayedStores());
         gauge(
                 out,
                 "rocksdb_estimated_entries",
-                "RocksDB's estimate of the entries in the open shards (rocksdb.estimate-num-keys)",
+                "RocksDB's estimate of the entries in the open stores (rocksdb.estimate-num-keys)",
                 r.estimatedEntries());
         gauge(
                 out,
                 "rocksdb_live_sst_bytes",
-                "SST files of the open shards' current versions (rocksdb.live-sst-files-size)",
+                "SST files of the open stores' current versions (rocksdb.live-sst-files-size)",
                 r.liveSstBytes());
         gauge(
                 out,
                 "rocksdb_block_cache_capacity_bytes",
-                "Capacity of the block cache all shards share",
+                "Capacity of the block cache all stores share",
                 r.blockCacheCapacityBytes());
         gauge(
                 out,
@@ -273,14 +282,14 @@ final class NodeCollector implements MultiCollector {
                 r.blockCachePinnedBytes());
         gauge(
                 out,
-                "rocksdb_sampled_shards",
-                "Open shards whose properties are in the last RocksDB sample",
-                r.sampledShards());
+                "rocksdb_sampled_stores",
+                "Open stores whose properties are in the last RocksDB sample",
+                r.sampledStores());
         gauge(
                 out,
-                "rocksdb_busy_shards",
-                "Open shards left out of the last RocksDB sample because their lock was held",
-                r.busyShards());
+                "rocksdb_busy_tables",
+                "Tables left out of the last RocksDB sample because their lock was held",
+                r.busyTables());
         gauge(
                 out,
                 "rocksdb_sample_duration_seconds",

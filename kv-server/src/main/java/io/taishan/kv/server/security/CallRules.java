@@ -4,6 +4,7 @@ import io.grpc.MethodDescriptor;
 import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.DescribeShardsRequest;
 import io.taishan.kv.proto.DescribeTableRequest;
+import io.taishan.kv.proto.DropShardSnapshotsRequest;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
@@ -13,16 +14,21 @@ import io.taishan.kv.proto.KvServiceGrpc;
 import io.taishan.kv.proto.ListSnapshotsRequest;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.OpenShardsRequest;
 import io.taishan.kv.proto.RegisterTtlStatesRequest;
 import io.taishan.kv.proto.ReportTtlTimeRequest;
 import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.RestoreShardsRequest;
 import io.taishan.kv.proto.ScanRequest;
+import io.taishan.kv.proto.ShardRestore;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.WriteRequest;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 import javax.annotation.Nullable;
 
@@ -38,8 +44,9 @@ import javax.annotation.Nullable;
  *       route).
  *   <li>{@code ListTables}: any valid token; the answer holds only the tables it covers.
  *   <li>Every other call names its table(s) in the request; each must be covered by the token's
- *       prefixes. {@code Clone} names two (the source read, the target written), so restoring a job
- *       from another job's snapshots needs a token that covers both.
+ *       prefixes. {@code Clone} names two (the source read, the target written), and {@code
+ *       RestoreShards} its table and every source table, so restoring a job from another job's
+ *       snapshots needs a token that covers both.
  * </ul>
  */
 final class CallRules {
@@ -70,6 +77,7 @@ final class CallRules {
         table(KvServiceGrpc.getDescribeTableMethod(), DescribeTableRequest::getName);
         table(KvServiceGrpc.getDropTableMethod(), DropTableRequest::getName);
         table(KvServiceGrpc.getOpenShardMethod(), OpenShardRequest::getTable);
+        table(KvServiceGrpc.getOpenShardsMethod(), OpenShardsRequest::getTable);
         table(KvServiceGrpc.getGetMethod(), GetRequest::getTable);
         table(KvServiceGrpc.getMultiGetMethod(), MultiGetRequest::getTable);
         table(KvServiceGrpc.getScanMethod(), ScanRequest::getTable);
@@ -82,7 +90,9 @@ final class CallRules {
         tables(
                 KvServiceGrpc.getCloneMethod(),
                 r -> List.of(r.getSourceTable(), r.getTargetTable()));
+        tables(KvServiceGrpc.getRestoreShardsMethod(), CallRules::tablesOfRestore);
         table(KvServiceGrpc.getListSnapshotsMethod(), ListSnapshotsRequest::getTable);
+        table(KvServiceGrpc.getDropShardSnapshotsMethod(), DropShardSnapshotsRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotMethod(), DropSnapshotRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotsBelowMethod(), DropSnapshotsBelowRequest::getTable);
         table(KvServiceGrpc.getFetchFilterMethod(), FetchFilterRequest::getTable);
@@ -92,6 +102,16 @@ final class CallRules {
     }
 
     private CallRules() {}
+
+    /** The table restored into, and every table whose snapshots it takes (read). */
+    private static List<String> tablesOfRestore(RestoreShardsRequest request) {
+        Set<String> tables = new LinkedHashSet<>();
+        tables.add(request.getTable());
+        for (ShardRestore r : request.getShardsList()) {
+            tables.add(r.getSourceTable().isEmpty() ? request.getTable() : r.getSourceTable());
+        }
+        return List.copyOf(tables);
+    }
 
     /** The rule of a method by its full name; {@link #ADMIN_ONLY} for one not classified. */
     static Rule of(String fullMethodName) {

@@ -15,6 +15,8 @@ import io.taishan.kv.proto.DescribeShardsRequest;
 import io.taishan.kv.proto.DescribeShardsResponse;
 import io.taishan.kv.proto.DescribeTableRequest;
 import io.taishan.kv.proto.DescribeTableResponse;
+import io.taishan.kv.proto.DropShardSnapshotsRequest;
+import io.taishan.kv.proto.DropShardSnapshotsResponse;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotResponse;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
@@ -41,6 +43,8 @@ import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardResponse;
+import io.taishan.kv.proto.OpenShardsRequest;
+import io.taishan.kv.proto.OpenShardsResponse;
 import io.taishan.kv.proto.ReadValueResponse;
 import io.taishan.kv.proto.RegisterTtlStatesRequest;
 import io.taishan.kv.proto.RegisterTtlStatesResponse;
@@ -48,9 +52,12 @@ import io.taishan.kv.proto.ReportTtlTimeRequest;
 import io.taishan.kv.proto.ReportTtlTimeResponse;
 import io.taishan.kv.proto.RestoreRequest;
 import io.taishan.kv.proto.RestoreResponse;
+import io.taishan.kv.proto.RestoreShardsRequest;
+import io.taishan.kv.proto.RestoreShardsResponse;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardRestore;
 import io.taishan.kv.proto.ShardStatus;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.ShardWriteResult;
@@ -72,31 +79,25 @@ import io.taishan.kv.server.storage.FilterCopy;
 import io.taishan.kv.server.storage.FilterStatus;
 import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.ScanPage;
-import io.taishan.kv.server.storage.ShardStore;
+import io.taishan.kv.server.storage.Shard;
 import io.taishan.kv.server.storage.SnapshotMeta;
 import io.taishan.kv.server.storage.StateTtl;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.TableMeta;
 import io.taishan.kv.server.storage.TableStore;
+import io.taishan.kv.server.storage.TableWrite;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
 import org.slf4j.Logger;
@@ -132,20 +133,6 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     private final CallExecutors calls;
     private final LargeValues large;
     private final long startedAtMillis = System.currentTimeMillis();
-    private final ExecutorService shardPool =
-            Executors.newFixedThreadPool(
-                    Math.max(4, 2 * Runtime.getRuntime().availableProcessors()),
-                    new ThreadFactory() {
-                        private final AtomicInteger count = new AtomicInteger();
-
-                        @Override
-                        public Thread newThread(Runnable runnable) {
-                            Thread thread =
-                                    new Thread(runnable, "kv-shard-" + count.incrementAndGet());
-                            thread.setDaemon(true);
-                            return thread;
-                        }
-                    });
     private final WriteStats writeStats = new WriteStats();
     private volatile boolean shuttingDown;
 
@@ -181,55 +168,6 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         this.large = new LargeValues(largeValueMemoryBytes);
     }
 
-    /**
-     * Runs {@code work} for shards {@code 0..count-1} of a request, on the shard pool when there
-     * are several: each shard is its own RocksDB instance, files and lock, and a checkpoint's
-     * marker batch over many shards is bound by flushes and fsyncs that can overlap. Returns once
-     * every shard is done (the caller then releases the shards' locks), failing with the first
-     * failure.
-     */
-    private <T> List<T> acrossShards(int count, IntFunction<T> work) {
-        List<T> results = new ArrayList<>(count);
-        if (count == 1) {
-            results.add(work.apply(0));
-            return results;
-        }
-        List<Future<T>> futures = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            int shard = i;
-            futures.add(shardPool.submit(() -> work.apply(shard)));
-        }
-        RuntimeException failure = null;
-        boolean interrupted = false;
-        for (Future<T> future : futures) {
-            while (true) {
-                try {
-                    results.add(future.get());
-                    break;
-                } catch (InterruptedException e) {
-                    // The locks are released only after every shard finished: keep waiting.
-                    interrupted = true;
-                } catch (ExecutionException e) {
-                    results.add(null);
-                    if (failure == null) {
-                        failure =
-                                e.getCause() instanceof RuntimeException
-                                        ? (RuntimeException) e.getCause()
-                                        : new IllegalStateException(e.getCause());
-                    }
-                    break;
-                }
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        if (failure != null) {
-            throw failure;
-        }
-        return results;
-    }
-
     /** See {@link LargeValues#heldBytes}. */
     public long largeValueBytesHeld() {
         return large.heldBytes();
@@ -240,9 +178,8 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         return large.peakHeldBytes();
     }
 
-    /** Stops the shard pool; after the gRPC server has terminated. */
+    /** Stops the large-value threads; after the gRPC server has terminated. */
     public void close() {
-        shardPool.shutdown();
         large.close();
     }
 
@@ -269,7 +206,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                 .setStatus(shuttingDown ? "SHUTTING_DOWN" : "SERVING")
                                 .setNodeAddress(cluster.selfAddress())
                                 .setNodeIndex(cluster.selfIndex())
-                                .setOpenShards(storage.openShardCount())
+                                .setOpenShards(storage.openStoreCount())
                                 .setTables(storage.tables().size())
                                 .setUptimeMillis(System.currentTimeMillis() - startedAtMillis)
                                 .setVersion(version)
@@ -325,13 +262,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     TableStore table = table(request.getName());
-                    long snapshots = 0;
-                    for (int shard : ownedExistingShards(table)) {
-                        snapshots += table.shard(shard).snapshots().size();
-                    }
                     return DescribeTableResponse.newBuilder()
                             .setTable(toProto(table.meta()))
-                            .setSnapshotCount(snapshots)
+                            .setSnapshotCount(table.snapshotCount())
                             .setDiskBytes(table.diskBytes())
                             .build();
                 });
@@ -374,10 +307,61 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 "OpenShard",
                 true,
                 () -> {
-                    ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
-                    long epoch = shard.open();
-                    shard.prepareFilter();
-                    return OpenShardResponse.newBuilder().setEpoch(epoch).build();
+                    Shard shard = ownedShard(table(request.getTable()), request.getShard());
+                    return OpenShardResponse.newBuilder().setEpoch(shard.open()).build();
+                });
+    }
+
+    @Override
+    public void openShards(OpenShardsRequest request, StreamObserver<OpenShardsResponse> response) {
+        respond(
+                response,
+                "OpenShards",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    int[] shards = new int[request.getShardsCount()];
+                    for (int i = 0; i < shards.length; i++) {
+                        shards[i] = ownedShard(table, request.getShards(i)).shard();
+                    }
+                    long[] epochs =
+                            table.openShards(request.getWriter(), shards, request.getWipe());
+                    OpenShardsResponse.Builder b = OpenShardsResponse.newBuilder();
+                    for (long e : epochs) {
+                        b.addEpochs(e);
+                    }
+                    return b.build();
+                });
+    }
+
+    @Override
+    public void restoreShards(
+            RestoreShardsRequest request, StreamObserver<RestoreShardsResponse> response) {
+        respond(
+                response,
+                "RestoreShards",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    Map<String, TableStore> sources = new HashMap<>();
+                    List<TableStore.Restore> restores = new ArrayList<>(request.getShardsCount());
+                    for (ShardRestore r : request.getShardsList()) {
+                        Shard shard = ownedShard(table, r.getShard());
+                        checkSnapshotId(r.getSnapshotId(), "RestoreShards of " + shard);
+                        TableStore source =
+                                r.getSourceTable().isEmpty()
+                                                || r.getSourceTable().equals(table.name())
+                                        ? table
+                                        : sources.computeIfAbsent(r.getSourceTable(), this::table);
+                        restores.add(
+                                new TableStore.Restore(r.getShard(), source, r.getSnapshotId()));
+                    }
+                    long[] epochs = table.restoreShards(request.getWriter(), restores, true);
+                    RestoreShardsResponse.Builder b = RestoreShardsResponse.newBuilder();
+                    for (long e : epochs) {
+                        b.addEpochs(e);
+                    }
+                    return b.build();
                 });
     }
 
@@ -392,7 +376,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     @Nullable
     private GetResponse get(GetRequest request, boolean inline) {
         TableStore table = table(request.getTable());
-        ShardStore shard = ownedShard(table, request.getShard().getShard());
+        Shard shard = ownedShard(table, request.getShard().getShard());
         ByteString key = request.getKey();
         if (!limits.keyFits(key)) {
             throw limits.keyTooLarge(key, "Get of " + shard);
@@ -403,10 +387,10 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 inline
                         ? shard.getIfReady(epoch, key.toByteArray(), maxInline)
                         : shard.getInline(epoch, key.toByteArray(), maxInline);
-        if (value == ShardStore.NOT_READY) {
+        if (value == Shard.NOT_READY) {
             return null;
         }
-        if (value == ShardStore.CHUNKED) {
+        if (value == Shard.CHUNKED) {
             return CHUNKED_GET;
         }
         // Wrapped, not copied: RocksDB made this array for this call and nobody else holds it.
@@ -438,7 +422,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         Map<ShardRef, List<Integer>> groups = new LinkedHashMap<>();
         for (int i = 0; i < request.getKeysCount(); i++) {
             KeyRef ref = request.getKeys(i);
-            ShardStore shard = ownedShard(table, ref.getShard().getShard());
+            Shard shard = ownedShard(table, ref.getShard().getShard());
             if (!limits.keyFits(ref.getKey())) {
                 throw limits.keyTooLarge(ref.getKey(), multiGetWhere(table) + " " + shard);
             }
@@ -456,7 +440,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             for (int i : g.getValue()) {
                 keys.add(request.getKeys(i).getKey().toByteArray());
             }
-            ShardStore shard = table.shard(g.getKey().getShard());
+            Shard shard = table.shard(g.getKey().getShard());
             long epoch = g.getKey().getEpoch();
             List<byte[]> values =
                     inline
@@ -470,7 +454,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 ValueResult r;
                 if (v == null) {
                     r = ValueResult.getDefaultInstance();
-                } else if (v == ShardStore.CHUNKED) {
+                } else if (v == Shard.CHUNKED) {
                     r = CHUNKED_RESULT;
                 } else {
                     inlineLeft -= v.length;
@@ -499,7 +483,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     TableStore table = table(request.getTable());
-                    ShardStore shard = ownedShard(table, request.getShard().getShard());
+                    Shard shard = ownedShard(table, request.getShard().getShard());
                     checkScanBound(request.getStartKey(), shard);
                     checkScanBound(request.getEndKey(), shard);
                     checkScanBound(request.getPrefix(), shard);
@@ -531,7 +515,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                         KeyValue.Builder kv =
                                 KeyValue.newBuilder()
                                         .setKey(UnsafeByteOperations.unsafeWrap(e.key()));
-                        if (e.value() == ShardStore.CHUNKED) {
+                        if (e.value() == Shard.CHUNKED) {
                             kv.setValueChunked(true);
                         } else {
                             kv.setValue(UnsafeByteOperations.unsafeWrap(e.value()));
@@ -545,7 +529,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 });
     }
 
-    private void checkScanBound(ByteString bound, ShardStore shard) {
+    private void checkScanBound(ByteString bound, Shard shard) {
         if (!limits.keyFits(bound)) {
             throw limits.keyTooLarge(bound, "Scan of " + shard);
         }
@@ -578,54 +562,26 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
 
     private WriteResponse applyWrite(
             TableStore table, WriteRequest request, Map<Long, byte[]> staged) {
-        // Lock in shard order (no deadlock between requests), check every epoch, and
-        // only then apply: a request with one stale epoch changes nothing.
-        TreeMap<Integer, ShardWrite> byShard = new TreeMap<>();
+        List<TableWrite.ShardOps> writes = new ArrayList<>(request.getShardsCount());
         for (ShardWrite w : request.getShardsList()) {
-            byShard.put(w.getShard(), w);
+            writes.add(new TableWrite.ShardOps(w.getShard(), w.getEpoch(), w.getOpsList()));
         }
-        Map<Integer, Applied> applied = new HashMap<>();
-        List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
-        try {
-            for (ShardWrite w : byShard.values()) {
-                sessions.add(table.shard(w.getShard()).beginWrite(w.getEpoch()));
-            }
-            List<ShardWrite> writes = new ArrayList<>(byShard.values());
-            List<Applied> results =
-                    acrossShards(
-                            writes.size(),
-                            i -> {
-                                ShardStore.WriteSession session = sessions.get(i);
-                                List<SnapshotMeta> taken =
-                                        session.apply(writes.get(i).getOpsList(), staged::get);
-                                return new Applied(taken, session.filterVersion());
-                            });
-            for (int i = 0; i < writes.size(); i++) {
-                applied.put(writes.get(i).getShard(), results.get(i));
-            }
-        } finally {
-            for (ShardStore.WriteSession s : sessions) {
-                s.close();
-            }
-        }
+        TableWrite.Result applied = table.write(writes, staged::get);
         WriteResponse.Builder b = WriteResponse.newBuilder();
-        for (ShardWrite w : request.getShardsList()) {
-            Applied a = applied.get(w.getShard());
-            ShardWriteResult.Builder r = ShardWriteResult.newBuilder().setShard(w.getShard());
-            for (SnapshotMeta m : a.snapshots()) {
+        for (int i = 0; i < writes.size(); i++) {
+            int shard = writes.get(i).shard();
+            ShardWriteResult.Builder r = ShardWriteResult.newBuilder().setShard(shard);
+            for (SnapshotMeta m : applied.snapshots().get(i)) {
                 writeStats.snapshotTaken(m.reused());
-                r.addSnapshots(toProto(table.name(), w.getShard(), m));
+                r.addSnapshots(toProto(table.name(), shard, m));
             }
-            if (a.filterVersion() >= 0) {
-                r.setFilterVersion(a.filterVersion());
+            if (applied.filterVersions()[i] >= 0) {
+                r.setFilterVersion(applied.filterVersions()[i]);
             }
             b.addResults(r);
         }
         return b.build();
     }
-
-    /** What one shard's part of a Write did; filterVersion -1 while it has no filter to serve. */
-    private record Applied(List<SnapshotMeta> snapshots, long filterVersion) {}
 
     /**
      * Checks the request and takes the staged values its ops name into {@code staged}; returns the
@@ -646,7 +602,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         Set<Integer> seen = new HashSet<>();
         int[] opCounts = WriteStats.newOpCounts();
         for (ShardWrite w : request.getShardsList()) {
-            ShardStore shard = ownedShard(table, w.getShard());
+            Shard shard = ownedShard(table, w.getShard());
             if (!seen.add(w.getShard())) {
                 throw KvServerException.invalid(
                         writeWhere(table)
@@ -668,12 +624,12 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     }
 
     /** Where an op is, for its error message; built only when the op is refused. */
-    private static String opWhere(TableStore table, ShardStore shard, int op) {
+    private static String opWhere(TableStore table, Shard shard, int op) {
         return writeWhere(table) + ", " + shard + ", op #" + op;
     }
 
     private void validateOp(
-            WriteOp op, TableStore table, ShardStore shard, int i, Map<Long, byte[]> staged) {
+            WriteOp op, TableStore table, Shard shard, int i, Map<Long, byte[]> staged) {
         switch (op.getOpCase()) {
             case PUT -> {
                 checkKey(op.getPut().getKey(), table, shard, i);
@@ -726,7 +682,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             long id,
             ByteString inlineValue,
             TableStore table,
-            ShardStore shard,
+            Shard shard,
             int op,
             Map<Long, byte[]> staged) {
         if (id == 0) {
@@ -752,13 +708,13 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         staged.put(id, s.value());
     }
 
-    private void checkKey(ByteString key, TableStore table, ShardStore shard, int op) {
+    private void checkKey(ByteString key, TableStore table, Shard shard, int op) {
         if (!limits.keyFits(key)) {
             throw limits.keyTooLarge(key, opWhere(table, shard, op));
         }
     }
 
-    private void checkValue(ByteString value, TableStore table, ShardStore shard, int op) {
+    private void checkValue(ByteString value, TableStore table, Shard shard, int op) {
         if (!limits.valueFits(value)) {
             throw limits.valueTooLarge(value, opWhere(table, shard, op));
         }
@@ -781,7 +737,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             if (shuttingDown) {
                 throw KvServerException.shuttingDown();
             }
-            ShardStore shard = ownedShard(table(request.getTable()), request.getShard().getShard());
+            Shard shard = ownedShard(table(request.getTable()), request.getShard().getShard());
             if (!limits.keyFits(request.getKey())) {
                 throw limits.keyTooLarge(request.getKey(), "ReadValue of " + shard);
             }
@@ -805,14 +761,14 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     /** One ReadValue response stream. */
     private final class ValueStream implements Runnable {
         private final ServerCallStreamObserver<ReadValueResponse> call;
-        private final ShardStore shard;
+        private final Shard shard;
         private final long epoch;
         private final byte[] key;
         private final PacedSender<ReadValueResponse> out;
 
         ValueStream(
                 ServerCallStreamObserver<ReadValueResponse> call,
-                ShardStore shard,
+                Shard shard,
                 long epoch,
                 byte[] key) {
             this.call = call;
@@ -959,7 +915,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 throw KvServerException.invalid("UploadValue: the stream must start with a header");
             }
             TableStore t = table(request.getTable());
-            ShardStore s = ownedShard(t, request.getHeader().getShard().getShard());
+            Shard s = ownedShard(t, request.getHeader().getShard().getShard());
             long size = request.getHeader().getValueBytes();
             if (size < 0) {
                 throw KvServerException.invalid("UploadValue to " + s + ": negative size " + size);
@@ -1096,42 +1052,17 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                     TableStore table = table(request.getTable());
                     String where = "Snapshot of table '" + table.name() + "'";
                     checkSnapshotId(request.getSnapshotId(), where);
-                    TreeMap<Integer, ShardRef> byShard = new TreeMap<>();
+                    List<long[]> shards = new ArrayList<>(request.getShardsCount());
                     for (ShardRef ref : request.getShardsList()) {
                         ownedShard(table, ref.getShard());
-                        if (byShard.put(ref.getShard(), ref) != null) {
-                            throw KvServerException.invalid(
-                                    where + ": shard " + ref.getShard() + " appears twice");
-                        }
+                        shards.add(new long[] {ref.getShard(), ref.getEpoch()});
                     }
-                    Map<Integer, SnapshotMeta> taken = new HashMap<>();
-                    List<ShardStore.WriteSession> sessions = new ArrayList<>(byShard.size());
-                    try {
-                        for (ShardRef ref : byShard.values()) {
-                            sessions.add(table.shard(ref.getShard()).beginWrite(ref.getEpoch()));
-                        }
-                        List<ShardRef> refs = new ArrayList<>(byShard.values());
-                        List<SnapshotMeta> results =
-                                acrossShards(
-                                        refs.size(),
-                                        i ->
-                                                sessions.get(i)
-                                                        .snapshot(
-                                                                request.getSnapshotId(),
-                                                                request.getPinned()));
-                        for (int i = 0; i < refs.size(); i++) {
-                            taken.put(refs.get(i).getShard(), results.get(i));
-                            writeStats.snapshotTaken(results.get(i).reused());
-                        }
-                    } finally {
-                        for (ShardStore.WriteSession s : sessions) {
-                            s.close();
-                        }
-                    }
+                    List<SnapshotMeta> taken =
+                            table.snapshot(shards, request.getSnapshotId(), request.getPinned());
                     SnapshotResponse.Builder b = SnapshotResponse.newBuilder();
-                    for (ShardRef ref : request.getShardsList()) {
-                        b.addSnapshots(
-                                toProto(table.name(), ref.getShard(), taken.get(ref.getShard())));
+                    for (int i = 0; i < taken.size(); i++) {
+                        writeStats.snapshotTaken(taken.get(i).reused());
+                        b.addSnapshots(toProto(table.name(), (int) shards.get(i)[0], taken.get(i)));
                     }
                     return b.build();
                 });
@@ -1144,10 +1075,9 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 "Restore",
                 true,
                 () -> {
-                    ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
+                    Shard shard = ownedShard(table(request.getTable()), request.getShard());
                     checkSnapshotId(request.getSnapshotId(), "Restore of " + shard);
                     long epoch = shard.restore(request.getSnapshotId());
-                    shard.prepareFilter();
                     return RestoreResponse.newBuilder().setEpoch(epoch).build();
                 });
     }
@@ -1173,11 +1103,10 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                         + target.shardCount()
                                         + " shards): shard counts differ");
                     }
-                    ShardStore from = ownedShard(source, request.getShard());
-                    ShardStore into = ownedShard(target, request.getShard());
+                    Shard from = ownedShard(source, request.getShard());
+                    Shard into = ownedShard(target, request.getShard());
                     checkSnapshotId(request.getSnapshotId(), "Clone of " + from);
                     long epoch = into.cloneFrom(from, request.getSnapshotId());
-                    into.prepareFilter();
                     return CloneResponse.newBuilder().setEpoch(epoch).build();
                 });
     }
@@ -1191,14 +1120,17 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     TableStore table = table(request.getTable());
-                    List<Integer> shards =
-                            request.hasShard()
-                                    ? List.of(ownedShard(table, request.getShard()).shard())
-                                    : ownedExistingShards(table);
                     ListSnapshotsResponse.Builder b = ListSnapshotsResponse.newBuilder();
-                    for (int shard : shards) {
-                        for (SnapshotMeta m : table.shard(shard).snapshots()) {
-                            b.addSnapshots(toProto(table.name(), shard, m));
+                    if (request.hasShard()) {
+                        Shard shard = ownedShard(table, request.getShard());
+                        for (SnapshotMeta m : shard.snapshots()) {
+                            b.addSnapshots(toProto(table.name(), shard.shard(), m));
+                        }
+                        return b.build();
+                    }
+                    for (var s : table.allSnapshots()) {
+                        if (cluster.owns(s.shard(), table.shardCount())) {
+                            b.addSnapshots(toProto(table.name(), s.shard(), s.meta()));
                         }
                     }
                     return b.build();
@@ -1213,10 +1145,31 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 "DropSnapshot",
                 true,
                 () -> {
-                    ShardStore shard = ownedShard(table(request.getTable()), request.getShard());
+                    Shard shard = ownedShard(table(request.getTable()), request.getShard());
                     checkSnapshotId(request.getSnapshotId(), "DropSnapshot of " + shard);
                     return DropSnapshotResponse.newBuilder()
                             .setDropped(shard.dropSnapshot(request.getSnapshotId()))
+                            .build();
+                });
+    }
+
+    @Override
+    public void dropShardSnapshots(
+            DropShardSnapshotsRequest request,
+            StreamObserver<DropShardSnapshotsResponse> response) {
+        respond(
+                response,
+                "DropShardSnapshots",
+                true,
+                () -> {
+                    TableStore table = table(request.getTable());
+                    checkSnapshotId(request.getSnapshotId(), "DropShardSnapshots of " + table);
+                    BitSet shards = new BitSet();
+                    for (int s : request.getShardsList()) {
+                        shards.set(ownedShard(table, s).shard());
+                    }
+                    return DropShardSnapshotsResponse.newBuilder()
+                            .setDropped(table.dropSnapshot(shards, request.getSnapshotId()))
                             .build();
                 });
     }
@@ -1231,18 +1184,14 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 true,
                 () -> {
                     TableStore table = table(request.getTable());
-                    List<Integer> shards = new ArrayList<>();
-                    if (request.getShardsCount() == 0) {
-                        shards.addAll(ownedExistingShards(table));
-                    } else {
+                    BitSet shards = null;
+                    if (request.getShardsCount() > 0) {
+                        shards = new BitSet();
                         for (int s : request.getShardsList()) {
-                            shards.add(ownedShard(table, s).shard());
+                            shards.set(ownedShard(table, s).shard());
                         }
                     }
-                    int dropped = 0;
-                    for (int s : shards) {
-                        dropped += table.shard(s).dropSnapshotsBelow(request.getSnapshotId());
-                    }
+                    int dropped = table.dropSnapshotsBelow(request.getSnapshotId(), shards);
                     return DropSnapshotsBelowResponse.newBuilder().setDropped(dropped).build();
                 });
     }
@@ -1341,7 +1290,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
             if (shuttingDown) {
                 throw KvServerException.shuttingDown();
             }
-            ShardStore shard = ownedShard(table(request.getTable()), request.getShard().getShard());
+            Shard shard = ownedShard(table(request.getTable()), request.getShard().getShard());
             stream = new FilterStream(call, shard, request.getShard().getEpoch());
         } catch (KvServerException e) {
             LOG.debug("FetchFilter refused: {}", e.getMessage());
@@ -1365,12 +1314,11 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
     /** One FetchFilter response stream, written by a filter-fetch thread. */
     private final class FilterStream implements Runnable {
         private final ServerCallStreamObserver<FetchFilterResponse> call;
-        private final ShardStore shard;
+        private final Shard shard;
         private final long epoch;
         private final PacedSender<FetchFilterResponse> out;
 
-        FilterStream(
-                ServerCallStreamObserver<FetchFilterResponse> call, ShardStore shard, long epoch) {
+        FilterStream(ServerCallStreamObserver<FetchFilterResponse> call, Shard shard, long epoch) {
             this.call = call;
             this.shard = shard;
             this.epoch = epoch;
@@ -1528,10 +1476,8 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 () -> {
                     TableStore table = table(request.getTable());
                     DescribeShardsResponse.Builder b = DescribeShardsResponse.newBuilder();
-                    long liveEntries = 0;
-                    int openShards = 0;
                     for (int s : ownedExistingShards(table)) {
-                        ShardStore shard = table.shard(s);
+                        Shard shard = table.shard(s);
                         b.addShards(
                                 ShardStatus.newBuilder()
                                         .setShard(s)
@@ -1539,12 +1485,10 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                         .setOpen(shard.isOpen())
                                         .setFilter(toProto(shard.filterStatus()))
                                         .setLastActiveMillis(shard.lastActiveMillis()));
-                        long entries = shard.estimatedEntriesIfOpen();
-                        if (entries >= 0) {
-                            liveEntries += entries;
-                            openShards++;
-                        }
                     }
+                    long[] entriesAndStores = table.estimatedEntriesOfOpenStores();
+                    long liveEntries = entriesAndStores[0];
+                    int openShards = (int) entriesAndStores[1];
                     TableExpiry.Builder expiry =
                             TableExpiry.newBuilder()
                                     .setExpiredEntries(table.expiredEntries())
@@ -1590,7 +1534,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
         return storage.tableStore(name);
     }
 
-    private ShardStore ownedShard(TableStore table, int shard) {
+    private Shard ownedShard(TableStore table, int shard) {
         if (shard < 0) {
             throw KvServerException.invalid(
                     "negative shard " + shard + " for table '" + table.name() + "'");

@@ -15,10 +15,10 @@ import java.util.Set;
  *
  * @param totalBytes bytes of the distinct files under the data dir: a file hard-linked into the
  *     live data and several snapshots counts once, as it takes its space once
- * @param liveBytes bytes of the shards' live RocksDB files
- * @param snapshotCount shard snapshots ({@code snapshots/<id>/} directories)
- * @param snapshotBytes the snapshots' sizes summed, a file shared by several counted in each (as
- *     the admin CLI shows them)
+ * @param liveBytes bytes of the stores' live RocksDB files
+ * @param snapshotCount cuts, the on-disk checkpoints of stores ({@code cuts/<id>/} directories)
+ *     that the shards' snapshots reference
+ * @param snapshotBytes the cuts' sizes summed, a file shared by several counted in each
  * @param files files seen
  * @param walkNanos how long the walk took
  */
@@ -46,11 +46,12 @@ public record DataDirUsage(
                         @Override
                         public FileVisitResult preVisitDirectory(
                                 Path dir, BasicFileAttributes attrs) {
-                            // tables/<table>/shard-<n>/snapshots/<id>
+                            // tables/<table>/cuts/<id>
                             if (dir.startsWith(tables)) {
                                 Path rel = tables.relativize(dir);
-                                if (rel.getNameCount() == 4
-                                        && rel.getName(2).toString().equals("snapshots")) {
+                                if (rel.getNameCount() == 3
+                                        && rel.getName(1).toString().equals("cuts")
+                                        && !rel.getName(2).toString().startsWith(".")) {
                                     totals[2]++;
                                 }
                             }
@@ -65,15 +66,18 @@ public record DataDirUsage(
                             if (key == null || seen.add(key)) {
                                 totals[0] += size;
                             }
+                            // tables/<table>/stores/<id>/live/<file>,
+                            // tables/<table>/cuts/<id>/<file>
                             if (file.startsWith(tables)) {
                                 Path rel = tables.relativize(file);
-                                if (rel.getNameCount() > 3) {
-                                    String area = rel.getName(2).toString();
-                                    if (area.equals("live")) {
-                                        totals[1] += size;
-                                    } else if (area.equals("snapshots") && rel.getNameCount() > 4) {
-                                        totals[3] += size;
-                                    }
+                                String area =
+                                        rel.getNameCount() > 3 ? rel.getName(1).toString() : "";
+                                if (area.equals("stores")
+                                        && rel.getNameCount() > 4
+                                        && rel.getName(3).toString().equals("live")) {
+                                    totals[1] += size;
+                                } else if (area.equals("cuts")) {
+                                    totals[3] += size;
                                 }
                             }
                             return FileVisitResult.CONTINUE;

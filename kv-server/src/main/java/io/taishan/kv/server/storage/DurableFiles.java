@@ -54,10 +54,9 @@ public final class DurableFiles {
 
     /**
      * Fills the empty directory {@code target} with the files of {@code source} without copying
-     * their data: immutable files (SSTs, blobs, the shard filter, which is only ever replaced or
-     * unlinked) become hard links; the few small files RocksDB may rewrite or append to once the
-     * copy is opened live (MANIFEST, CURRENT, OPTIONS, WAL) are copied, so the source can never
-     * change under it.
+     * their data: immutable files (SSTs, blobs) become hard links; the few small files RocksDB may
+     * rewrite or append to once the copy is opened live (MANIFEST, CURRENT, OPTIONS, WAL) are
+     * copied, so the source can never change under it.
      */
     static int linkFiles(Path source, Path target, boolean linkEverything, Predicate<String> skip)
             throws IOException {
@@ -68,10 +67,7 @@ public final class DurableFiles {
                 continue;
             }
             Path dst = target.resolve(name);
-            if (linkEverything
-                    || name.endsWith(".sst")
-                    || name.endsWith(".blob")
-                    || name.equals(FilterFiles.FILE_NAME)) {
+            if (linkEverything || name.endsWith(".sst") || name.endsWith(".blob")) {
                 Files.createLink(dst, file);
             } else {
                 Files.copy(file, dst);

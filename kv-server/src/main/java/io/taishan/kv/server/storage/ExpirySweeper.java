@@ -15,12 +15,12 @@ import org.slf4j.LoggerFactory;
  * client reading them: Flink's TTL wrapper only hides expired values, and on RocksDB it is the
  * compaction filter that deletes them; rocksdbjni has no Java compaction filter, so this is ours.
  *
- * <p>Every {@code interval}, each open shard whose owner has reported its TTL clock under its
- * current lease ({@link ShardStore#reportTtlTime}) is scanned state by state ({@code [state id]}
+ * <p>Every {@code interval}, each leased shard whose owner has reported its TTL clock under its
+ * current lease ({@link Shard#reportTtlTime}) is scanned state by state ({@code [state id]}
  * prefixes of the table's {@link StateTtl}s), a page at a time; the entries a page shows as expired
- * on the owner's clock are then re-read and deleted under the shard's writer lock ({@link
- * ShardStore#deleteStillExpired}), so a value written after the page was read survives. The
- * client's clock, never the server's, decides: a fake clock in a test works, and no skew between a
+ * on the owner's clock are then re-read and deleted under its store's writer lock ({@link
+ * Shard#deleteStillExpired}), so a value written after the page was read survives. The client's
+ * clock, never the server's, decides: a fake clock in a test works, and no skew between a
  * TaskManager and the server can expire a value early. Snapshots are separate files and are never
  * touched; a restored shard is swept again once its new owner reports.
  *
@@ -85,7 +85,7 @@ public final class ExpirySweeper implements AutoCloseable {
             if (states.isEmpty()) {
                 continue;
             }
-            for (ShardStore shard : new ArrayList<>(table.loadedShards())) {
+            for (Shard shard : table.leasedShards()) {
                 deleted += sweep(table, shard, states);
             }
             table.ttl().sweepFinished(System.currentTimeMillis());
@@ -121,7 +121,7 @@ public final class ExpirySweeper implements AutoCloseable {
         return lastSweepNanos;
     }
 
-    private long sweep(TableStore table, ShardStore shard, List<StateTtl> states)
+    private long sweep(TableStore table, Shard shard, List<StateTtl> states)
             throws InterruptedException {
         long ttlNow = shard.ttlClockForSweep();
         if (ttlNow < 0) {
@@ -143,7 +143,7 @@ public final class ExpirySweeper implements AutoCloseable {
                                         PAGE_ENTRIES,
                                         PAGE_BYTES,
                                         epoch,
-                                        ShardStore.SWEEP_MAX_INLINE,
+                                        Shard.SWEEP_MAX_INLINE,
                                         0)
                                 : shard.sweepPage(
                                         start,
@@ -160,7 +160,7 @@ public final class ExpirySweeper implements AutoCloseable {
                 long bytes = 0;
                 for (ScanPage.Entry entry : page.entries()) {
                     bytes += entry.key().length + entry.value().length;
-                    if (entry.value() != ShardStore.CHUNKED && ttl.expired(entry.value(), ttlNow)) {
+                    if (entry.value() != Shard.CHUNKED && ttl.expired(entry.value(), ttlNow)) {
                         expired.add(entry.key());
                     }
                 }

@@ -53,9 +53,17 @@ public record FilterOptions(
         return sizing(targetFpp, maxShardBytes);
     }
 
+    /**
+     * The capacity floor of a shard's filter on the server: 64 keys, 192 bytes in memory. Low, so a
+     * table with 32,768 key groups and little data costs little (6 MiB of filters, not the 44 MiB
+     * the client's 1,024-key floor would); a shard that grows rebuilds its filter as it does, at
+     * about 1.4 scanned keys per new key ({@link FilterSizing}).
+     */
+    static final long MIN_KEYS = 64;
+
     private static FilterSizing sizing(double targetFpp, long maxShardBytes) {
         try {
-            return new FilterSizing(targetFpp, FilterSizing.DEFAULT.minKeys(), maxShardBytes);
+            return new FilterSizing(targetFpp, MIN_KEYS, maxShardBytes);
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException(
                     "bad filter.target-fpp or filter.max-shard-bytes: " + e.getMessage(), e);

@@ -42,6 +42,21 @@ public final class KvServerException extends RuntimeException {
                         + " not found");
     }
 
+    /** For a restore naming snapshots that are gone; at most ten are named. */
+    public static KvServerException snapshotsNotFound(java.util.List<String> missing) {
+        if (missing.size() == 1) {
+            return new KvServerException(
+                    ErrorCode.SNAPSHOT_NOT_FOUND, missing.get(0) + " not found");
+        }
+        int shown = Math.min(10, missing.size());
+        return new KvServerException(
+                ErrorCode.SNAPSHOT_NOT_FOUND,
+                missing.size()
+                        + " snapshots not found: "
+                        + String.join(", ", missing.subList(0, shown))
+                        + (shown < missing.size() ? ", ..." : ""));
+    }
+
     public static KvServerException invalid(String message) {
         return new KvServerException(ErrorCode.INVALID_ARGUMENT, message);
     }

@@ -40,7 +40,7 @@ final class NodeFilters implements AutoCloseable {
     private final AtomicLong reservedBytes = new AtomicLong();
     private final AtomicLong transientBytes = new AtomicLong();
     private final AtomicInteger running = new AtomicInteger();
-    private final LinkedBlockingDeque<ShardStore> queue = new LinkedBlockingDeque<>();
+    private final LinkedBlockingDeque<ShardFilter> queue = new LinkedBlockingDeque<>();
     private final RebuildRateLimiter rateLimiter;
     private final List<Thread> rebuilders = new ArrayList<>();
     private final ExecutorService fetchPool;
@@ -48,7 +48,7 @@ final class NodeFilters implements AutoCloseable {
 
     /** Called by a rebuild before each page it scans, outside every lock. */
     interface ScanHook {
-        void beforePage(ShardStore shard, long keysScanned) throws InterruptedException;
+        void beforePage(Shard shard, long keysScanned) throws InterruptedException;
     }
 
     /** Tests hold or interleave a rebuild's scan with it; a no-op otherwise. */
@@ -202,20 +202,20 @@ final class NodeFilters implements AutoCloseable {
      * Queues the shard's rebuild (once). {@code urgent}: the shard has no filter it can serve, so
      * it goes before the ones whose filter only got imprecise.
      */
-    void requestRebuild(ShardStore shard, boolean urgent) {
-        if (closed || !shard.markRebuildQueued()) {
+    void requestRebuild(ShardFilter filter, boolean urgent) {
+        if (closed || !filter.markRebuildQueued()) {
             return;
         }
         if (urgent) {
-            queue.offerFirst(shard);
+            queue.offerFirst(filter);
         } else {
-            queue.offerLast(shard);
+            queue.offerLast(filter);
         }
     }
 
     private void rebuildLoop() {
         while (!closed) {
-            ShardStore shard;
+            ShardFilter shard;
             try {
                 shard = queue.take();
             } catch (InterruptedException e) {
@@ -223,7 +223,7 @@ final class NodeFilters implements AutoCloseable {
             }
             running.incrementAndGet();
             try {
-                shard.rebuildFilter(rateLimiter);
+                shard.rebuild(rateLimiter);
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException | Error e) {
@@ -234,7 +234,7 @@ final class NodeFilters implements AutoCloseable {
         }
     }
 
-    /** Stops taking rebuilds; the running ones stop at their next page (the shards close). */
+    /** Stops taking rebuilds; the running ones stop at their next page (the stores close). */
     void stopRebuilds() {
         closed = true;
         queue.clear();

@@ -109,8 +109,8 @@ final class RocksResources implements AutoCloseable {
         }
     }
 
-    /** Options for one shard; the caller closes them after the instance. */
-    Options newShardOptions() {
+    /** Options for one store; the caller closes them after the instance. */
+    Options newStoreOptions() {
         Options shard =
                 new Options()
                         .setCreateIfMissing(true)
@@ -119,7 +119,7 @@ final class RocksResources implements AutoCloseable {
                         .setMergeOperatorName(APPEND_MERGE_OPERATOR)
                         .setLogger(rocksLogger)
                         .setTableFormatConfig(tableConfig)
-                        .setWriteBufferSize(options.shardWriteBufferBytes())
+                        .setWriteBufferSize(options.storeWriteBufferBytes())
                         // The default (write buffer / 8) would make a memtable holding one
                         // small write cost 512 KiB; with thousands of open shards that is what
                         // memory goes to.
@@ -128,7 +128,7 @@ final class RocksResources implements AutoCloseable {
                         .setMaxManifestFileSize(MAX_MANIFEST_BYTES)
                         .setMaxWriteBufferNumber(4)
                         .setMaxBackgroundJobs(options.backgroundThreads())
-                        .setMaxOpenFiles(options.maxOpenFilesPerShard())
+                        .setMaxOpenFiles(options.maxOpenFilesPerStore())
                         .setStatsDumpPeriodSec(0)
                         .setStatsPersistPeriodSec(0)
                         .setAvoidUnnecessaryBlockingIO(true);

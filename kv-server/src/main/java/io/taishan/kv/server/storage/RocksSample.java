@@ -7,29 +7,29 @@ import java.util.Map;
 import org.rocksdb.TickerType;
 
 /**
- * RocksDB's state of one node at one moment ({@link StorageEngine#sampleRocks}): per-shard
- * properties summed over the open shards, the shared block cache, and the node-wide tickers.
+ * RocksDB's state of one node at one moment ({@link StorageEngine#sampleRocks}): per-store
+ * properties summed over the open stores, the shared block cache, and the node-wide tickers.
  *
- * @param sampledShards open shards whose properties are in the sums
- * @param busyShards open shards left out because their lock was held at that moment
+ * @param sampledStores open stores whose properties are in the sums
+ * @param busyTables tables left out because their lock was held at that moment
  * @param memtableBytes {@code rocksdb.cur-size-all-mem-tables}: active and immutable memtables
  * @param pendingCompactionBytes {@code rocksdb.estimate-pending-compaction-bytes}
  * @param runningCompactions {@code rocksdb.num-running-compactions}
- * @param writeStoppedShards shards whose {@code rocksdb.is-write-stopped} is 1
- * @param writeDelayedShards shards whose {@code rocksdb.actual-delayed-write-rate} is not 0
+ * @param writeStoppedStores stores whose {@code rocksdb.is-write-stopped} is 1
+ * @param writeDelayedStores stores whose {@code rocksdb.actual-delayed-write-rate} is not 0
  * @param estimatedEntries {@code rocksdb.estimate-num-keys}
  * @param liveSstBytes {@code rocksdb.live-sst-files-size}
  * @param tickers the node-wide tickers of {@link #TICKERS}; empty without statistics
  * @param sampleNanos how long this sample took
  */
 public record RocksSample(
-        int sampledShards,
-        int busyShards,
+        int sampledStores,
+        int busyTables,
         long memtableBytes,
         long pendingCompactionBytes,
         long runningCompactions,
-        int writeStoppedShards,
-        int writeDelayedShards,
+        int writeStoppedStores,
+        int writeDelayedStores,
         long estimatedEntries,
         long liveSstBytes,
         long blockCacheCapacityBytes,
@@ -57,13 +57,13 @@ public record RocksSample(
 
     /** Filled by the engine and the shards; fields, so a shard adds to it without allocating. */
     static final class Builder {
-        int sampledShards;
-        int busyShards;
+        int sampledStores;
+        int busyTables;
         long memtableBytes;
         long pendingCompactionBytes;
         long runningCompactions;
-        int writeStoppedShards;
-        int writeDelayedShards;
+        int writeStoppedStores;
+        int writeDelayedStores;
         long estimatedEntries;
         long liveSstBytes;
         long blockCacheCapacityBytes;
@@ -73,13 +73,13 @@ public record RocksSample(
 
         RocksSample build(long sampleNanos) {
             return new RocksSample(
-                    sampledShards,
-                    busyShards,
+                    sampledStores,
+                    busyTables,
                     memtableBytes,
                     pendingCompactionBytes,
                     runningCompactions,
-                    writeStoppedShards,
-                    writeDelayedShards,
+                    writeStoppedStores,
+                    writeDelayedStores,
                     estimatedEntries,
                     liveSstBytes,
                     blockCacheCapacityBytes,

@@ -7,6 +7,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,22 +28,22 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The storage of one node: the table catalog and every shard's RocksDB instance, under one data
- * directory:
+ * The storage of one node: the table catalog and every table's stores, under one data directory:
  *
  * <pre>
- * data/LOCK                                       held while a server uses the directory
- * data/epoch-counter                              highest epoch handed out on this node
- * data/lease-floor                                epochs below it are fenced (after a lossy crash)
- * data/server-run                                 running / stopped cleanly, boot id, WAL mode
- * data/tables/&lt;table&gt;/table.properties
- * data/tables/&lt;table&gt;/shard-&lt;n&gt;/epoch
- * data/tables/&lt;table&gt;/shard-&lt;n&gt;/live/              the RocksDB instance (+ TAISHAN-FILTER)
- * data/tables/&lt;table&gt;/shard-&lt;n&gt;/snapshots/&lt;id&gt;/    checkpoint + TAISHAN-SNAPSHOT (+ TAISHAN-FILTER)
- * data/tmp/, data/trash/                          staging and deletion, emptied at start
+ * data/LOCK                  held while a server uses the directory
+ * data/LAYOUT                the layout version (2: shards as key ranges of stores)
+ * data/epoch-counter         highest epoch handed out on this node
+ * data/lease-floor           epochs below it are fenced (after a lossy crash)
+ * data/server-run            running / stopped cleanly, boot id, WAL mode
+ * data/tables/&lt;table&gt;/      one table: see {@link TableStore}
+ * data/tmp/, data/trash/     staging and deletion, emptied at start
  * </pre>
  *
- * <p>Shards open lazily and are closed (after a flush) when idle or when too many are open.
+ * <p>A shard is a key range of one of its table's {@link RangeStore}s, not a RocksDB instance of
+ * its own, so what a table costs (files, descriptors, memtables, the work of a checkpoint or a
+ * restore) follows its stores and its data, not its key groups. Stores open lazily and are closed
+ * (after a flush) when idle or when too many are open.
  */
 public final class StorageEngine implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StorageEngine.class);
@@ -60,16 +61,21 @@ public final class StorageEngine implements AutoCloseable {
     private volatile boolean leasesFencedAtStart;
     private final ConcurrentHashMap<String, TableStore> tables = new ConcurrentHashMap<>();
     private final Object catalogLock = new Object();
-    private final Set<ShardStore> openShards = ConcurrentHashMap.newKeySet();
+    private final Set<RangeStore> openStores = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService maintenance;
     private final AtomicBoolean evictionScheduled = new AtomicBoolean();
     private volatile boolean closed;
 
     /**
-     * Measured: an open shard holds 6 file descriptors (LOCK, MANIFEST, WAL, two directory handles,
-     * one SST) plus one per further open SST; see the README.
+     * An open store holds LOCK, MANIFEST, the WAL, LOG-less directory handles (about 6 file
+     * descriptors) plus one per open SST, at most {@code max_open_files} of them.
      */
-    static final int FDS_PER_OPEN_SHARD = 8;
+    static final int FDS_PER_OPEN_STORE_BEYOND_SSTS = 8;
+
+    /** The layout this server reads and writes; see the class doc. */
+    static final String LAYOUT_FILE = "LAYOUT";
+
+    static final int LAYOUT_VERSION = 2;
 
     /** File descriptors kept for sockets, jars and the JVM. */
     static final int RESERVED_FDS = 512;
@@ -95,12 +101,13 @@ public final class StorageEngine implements AutoCloseable {
         DurableFiles.deleteTree(trashDir);
         Files.createDirectories(tmpDir);
         Files.createDirectories(trashDir);
+        checkLayout(data, tablesDir);
         this.epochs = new EpochCounter(data.resolve("epoch-counter"), data.resolve("lease-floor"));
         this.runRecord = new ServerRunRecord(data);
-        loadCatalog();
-        fenceLeasesIfWritesWereLost();
         this.resources = new RocksResources(options, statistics);
         this.filters = new NodeFilters(options.filters());
+        loadCatalog();
+        fenceLeasesIfWritesWereLost();
         this.maintenance =
                 Executors.newSingleThreadScheduledExecutor(
                         r -> {
@@ -108,9 +115,50 @@ public final class StorageEngine implements AutoCloseable {
                             t.setDaemon(true);
                             return t;
                         });
-        long periodMillis = Math.max(50, Math.min(10_000, options.shardIdleClose().toMillis() / 4));
+        long periodMillis = Math.max(50, Math.min(10_000, options.storeIdleClose().toMillis() / 4));
         maintenance.scheduleWithFixedDelay(
-                this::closeIdleShardsQuietly, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+                this::closeIdleStoresQuietly, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Refuses a data dir of the earlier layout (one RocksDB instance per shard, {@code
+     * tables/<table>/shard-<n>/}), which this server cannot read: it says how to move in one line.
+     * Marks a new or empty data dir with this layout.
+     */
+    private static void checkLayout(Path data, Path tablesDir) throws IOException {
+        Path marker = data.resolve(LAYOUT_FILE);
+        if (Files.exists(marker)) {
+            String text = Files.readString(marker, StandardCharsets.US_ASCII).trim();
+            if (!text.equals(Integer.toString(LAYOUT_VERSION))) {
+                throw new StorageStartupException(
+                        "data dir "
+                                + data
+                                + " has layout version "
+                                + text
+                                + ", this kv-server reads only "
+                                + LAYOUT_VERSION);
+            }
+            return;
+        }
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(tablesDir)) {
+            for (Path table : ds) {
+                try (DirectoryStream<Path> inside = Files.newDirectoryStream(table, "shard-*")) {
+                    if (inside.iterator().hasNext()) {
+                        throw new StorageStartupException(
+                                "data dir "
+                                        + data
+                                        + " holds tables of the earlier per-shard layout (one"
+                                        + " RocksDB per key group), which this kv-server does not"
+                                        + " read: take a canonical savepoint of each job with the"
+                                        + " earlier version, start this one on an empty data dir"
+                                        + " and restore the jobs from the savepoints"
+                                        + " (docs/operations.md, Upgrades)");
+                    }
+                }
+            }
+        }
+        DurableFiles.writeAtomically(
+                marker, Integer.toString(LAYOUT_VERSION).getBytes(StandardCharsets.US_ASCII));
     }
 
     /**
@@ -161,6 +209,9 @@ public final class StorageEngine implements AutoCloseable {
         }
         try {
             return new StorageEngine(options.withDataDir(data), statistics, channel, lock);
+        } catch (StorageStartupException e) {
+            closeQuietly(channel);
+            throw e;
         } catch (IOException | RuntimeException e) {
             closeQuietly(channel);
             throw new StorageStartupException(
@@ -168,8 +219,14 @@ public final class StorageEngine implements AutoCloseable {
         }
     }
 
+    /** The file descriptors one open store may hold at most. */
+    static long fdsPerOpenStore(StorageOptions options) {
+        int ssts = options.maxOpenFilesPerStore() < 0 ? 1024 : options.maxOpenFilesPerStore();
+        return ssts + FDS_PER_OPEN_STORE_BEYOND_SSTS;
+    }
+
     /**
-     * Lowers max open shards to what the process's file-descriptor limit allows: running out of
+     * Lowers max open stores to what the process's file-descriptor limit allows: running out of
      * descriptors fails RocksDB's own background work, not just the next open.
      */
     private static StorageOptions withinFileLimit(StorageOptions options) {
@@ -177,15 +234,16 @@ public final class StorageEngine implements AutoCloseable {
         if (maxFds <= 0) {
             return options;
         }
-        int fit = (int) Math.max(1, (maxFds - RESERVED_FDS) / FDS_PER_OPEN_SHARD);
-        if (options.maxOpenShards() <= fit) {
+        long perStore = fdsPerOpenStore(options);
+        int fit = (int) Math.max(1, (maxFds - RESERVED_FDS) / perStore);
+        if (options.maxOpenStores() <= fit) {
             return options;
         }
         LOG.warn(
-                "shards.max-open {} needs about {} file descriptors but the limit is {}:"
+                "stores.max-open {} needs up to {} file descriptors but the limit is {}:"
                         + " using {} (raise ulimit -n to allow more)",
-                options.maxOpenShards(),
-                (long) options.maxOpenShards() * FDS_PER_OPEN_SHARD + RESERVED_FDS,
+                options.maxOpenStores(),
+                options.maxOpenStores() * perStore + RESERVED_FDS,
                 maxFds,
                 fit);
         return new StorageOptions(
@@ -193,10 +251,10 @@ public final class StorageEngine implements AutoCloseable {
                 options.walMode(),
                 options.blockCacheBytes(),
                 options.writeBufferBytes(),
-                options.shardWriteBufferBytes(),
+                options.storeWriteBufferBytes(),
                 options.backgroundThreads(),
-                options.maxOpenFilesPerShard(),
-                options.shardIdleClose(),
+                options.maxOpenFilesPerStore(),
+                options.storeIdleClose(),
                 fit,
                 options.filters());
     }
@@ -341,6 +399,15 @@ public final class StorageEngine implements AutoCloseable {
         return new ArrayList<>(tables.values());
     }
 
+    /** Shard snapshots held by every table's catalog. */
+    public long shardSnapshotCount() {
+        long count = 0;
+        for (TableStore t : tables.values()) {
+            count += t.snapshotCount();
+        }
+        return count;
+    }
+
     public int tableCount() {
         return tables.size();
     }
@@ -354,7 +421,7 @@ public final class StorageEngine implements AutoCloseable {
         return result;
     }
 
-    /** Drops the table with all its shards and snapshots. */
+    /** Drops the table with all its stores and snapshots. */
     public void dropTable(String name) {
         synchronized (catalogLock) {
             checkOpen();
@@ -362,9 +429,7 @@ public final class StorageEngine implements AutoCloseable {
             if (t == null) {
                 throw KvServerException.tableNotFound(name);
             }
-            for (ShardStore s : t.loadedShards()) {
-                s.markDropped();
-            }
+            t.markDropped();
             try {
                 DurableFiles.discard(t.dir(), trashDir);
             } catch (IOException e) {
@@ -374,17 +439,18 @@ public final class StorageEngine implements AutoCloseable {
         }
     }
 
-    // ---- open shards
+    // ---- open stores
 
-    public int openShardCount() {
-        return openShards.size();
+    /** RocksDB instances open now. */
+    public int openStoreCount() {
+        return openStores.size();
     }
 
     /**
-     * RocksDB's view of the node: the properties of every open shard summed, the shared block
-     * cache, and the node-wide tickers (with statistics on). Never waits for a shard: one whose
-     * lock is held right now (a restore, clone or close) is counted as busy and left out. Cost: a
-     * few JNI property reads per open shard. Null once the engine is closed.
+     * RocksDB's view of the node: the properties of every open store summed, the shared block
+     * cache, and the node-wide tickers (with statistics on). Never waits for a table: one whose
+     * lock is held right now (a restore, a close) is counted as busy and left out. Cost: a few JNI
+     * property reads per open store. Null once the engine is closed.
      */
     @Nullable
     public RocksSample sampleRocks() {
@@ -394,9 +460,9 @@ public final class StorageEngine implements AutoCloseable {
             }
             long start = System.nanoTime();
             RocksSample.Builder sample = new RocksSample.Builder();
-            for (ShardStore s : List.copyOf(openShards)) {
-                if (!s.addRocksProperties(sample)) {
-                    sample.busyShards++;
+            for (TableStore t : tables.values()) {
+                if (!t.addRocksProperties(sample)) {
+                    sample.busyTables++;
                 }
             }
             sample.blockCacheCapacityBytes = options.blockCacheBytes();
@@ -412,51 +478,52 @@ public final class StorageEngine implements AutoCloseable {
     }
 
     /**
-     * Walks the data directory once: its disk use, the shard snapshots and their bytes. Cost: one
-     * stat per file; takes no lock.
+     * Walks the data directory once: its disk use, the cuts and their bytes. Cost: one stat per
+     * file; takes no lock.
      */
     public DataDirUsage measureDataDir() {
         return DataDirUsage.measure(options.dataDir());
     }
 
-    /** Flushes and closes every shard idle for the configured time; returns how many. */
-    public int closeIdleShards() {
-        return closeShardsIdleSince(System.nanoTime() - options.shardIdleClose().toNanos());
+    /** Flushes and closes every store idle for the configured time; returns how many. */
+    public int closeIdleStores() {
+        return closeStoresIdleSince(System.nanoTime() - options.storeIdleClose().toNanos());
     }
 
-    /** Flushes and closes every open shard not in use right now; returns how many. */
-    public int closeAllIdleShards() {
-        return closeShardsIdleSince(System.nanoTime());
+    /** Flushes and closes every open store not in use right now; returns how many. */
+    public int closeAllIdleStores() {
+        return closeStoresIdleSince(System.nanoTime());
     }
 
-    private int closeShardsIdleSince(long idleSinceNanos) {
+    private int closeStoresIdleSince(long idleSinceNanos) {
         int closedCount = 0;
-        for (ShardStore s : List.copyOf(openShards)) {
-            if (s.lastAccessNanos() - idleSinceNanos <= 0 && s.tryCloseIfIdle(idleSinceNanos)) {
+        for (RangeStore s : List.copyOf(openStores)) {
+            if (s.lastAccessNanos() - idleSinceNanos <= 0
+                    && s.table().tryCloseIfIdle(s, idleSinceNanos)) {
                 closedCount++;
             }
         }
         return closedCount;
     }
 
-    private void closeIdleShardsQuietly() {
+    private void closeIdleStoresQuietly() {
         try {
-            closeIdleShards();
+            closeIdleStores();
             evictOverLimit();
-            for (ShardStore s : List.copyOf(openShards)) {
-                s.maintainFilter();
+            for (TableStore t : tables.values()) {
+                t.maintainFilters();
             }
         } catch (RuntimeException e) {
-            LOG.warn("Closing idle shards failed", e);
+            LOG.warn("Closing idle stores failed", e);
         }
     }
 
-    void shardOpened(ShardStore shard) {
-        openShards.add(shard);
-        if (openShards.size() > options.maxOpenShards()
+    void storeOpened(RangeStore store) {
+        openStores.add(store);
+        if (openStores.size() > options.maxOpenStores()
                 && evictionScheduled.compareAndSet(false, true)
                 && !closed) {
-            maintenance.execute(
+            background(
                     () -> {
                         evictionScheduled.set(false);
                         evictOverLimit();
@@ -464,26 +531,49 @@ public final class StorageEngine implements AutoCloseable {
         }
     }
 
-    void shardClosed(ShardStore shard) {
-        openShards.remove(shard);
+    void storeClosed(RangeStore store) {
+        openStores.remove(store);
     }
 
-    /** Closes the least recently used shards until at most max-open remain (busy ones stay). */
+    /** Closes the least recently used stores until at most max-open remain (busy ones stay). */
     void evictOverLimit() {
-        int excess = openShards.size() - options.maxOpenShards();
+        int excess = openStores.size() - options.maxOpenStores();
         if (excess <= 0) {
             return;
         }
-        List<ShardStore> byAge = new ArrayList<>(openShards);
-        byAge.sort(Comparator.comparingLong(ShardStore::lastAccessNanos));
-        for (ShardStore s : byAge) {
+        List<RangeStore> byAge = new ArrayList<>(openStores);
+        byAge.sort(Comparator.comparingLong(RangeStore::lastAccessNanos));
+        for (RangeStore s : byAge) {
             if (excess <= 0) {
                 break;
             }
-            if (s.tryCloseIfIdle(s.lastAccessNanos())) {
+            if (s.table().tryCloseIfIdle(s, s.lastAccessNanos())) {
                 excess--;
             }
         }
+    }
+
+    /** Runs {@code task} on the maintenance thread (garbage ranges, evictions), unless closed. */
+    void background(Runnable task) {
+        if (closed) {
+            return;
+        }
+        try {
+            maintenance.execute(
+                    () -> {
+                        try {
+                            task.run();
+                        } catch (RuntimeException e) {
+                            LOG.warn("Background storage task failed", e);
+                        }
+                    });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // Shutting down: garbage ranges are removed by the next run's work, evictions moot.
+        }
+    }
+
+    Path tmpDir() {
+        return tmpDir;
     }
 
     RocksResources resources() {
@@ -560,9 +650,7 @@ public final class StorageEngine implements AutoCloseable {
         filters.stopRebuilds();
         boolean allFlushed = true;
         for (TableStore t : tables.values()) {
-            for (ShardStore s : t.loadedShards()) {
-                allFlushed &= s.shutdown();
-            }
+            allFlushed &= t.shutdown();
         }
         filters.close();
         synchronized (resourcesLock) {

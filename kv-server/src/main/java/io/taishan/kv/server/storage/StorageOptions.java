@@ -7,18 +7,18 @@ import java.util.Objects;
 /**
  * How the storage engine lays out and tunes its RocksDB instances.
  *
- * @param dataDir root of all tables, shards and snapshots
+ * @param dataDir root of all tables, stores and snapshots
  * @param walMode whether writes go to RocksDB's WAL and whether it is fsynced; off by default,
  *     because recovery always goes back to a durable snapshot (see {@link WalMode} for what each
  *     mode keeps on a crash)
- * @param blockCacheBytes the one LRU block cache shared by every open shard
- * @param writeBufferBytes total memtable memory of every open shard (one WriteBufferManager,
+ * @param blockCacheBytes the one LRU block cache shared by every open store
+ * @param writeBufferBytes total memtable memory of every open store (one WriteBufferManager,
  *     charged to the block cache)
- * @param shardWriteBufferBytes the memtable size of one shard
- * @param backgroundThreads flush and compaction threads shared by every shard
- * @param maxOpenFilesPerShard RocksDB {@code max_open_files} of one shard (-1: unlimited)
- * @param shardIdleClose an open shard unused this long is flushed and closed
- * @param maxOpenShards above this many open shards, the least recently used are closed
+ * @param storeWriteBufferBytes the memtable size of one store
+ * @param backgroundThreads flush and compaction threads shared by every store
+ * @param maxOpenFilesPerStore RocksDB {@code max_open_files} of one store (-1: unlimited)
+ * @param storeIdleClose an open store unused this long is flushed and closed
+ * @param maxOpenStores above this many open stores, the least recently used are closed
  * @param filters how the shards' Bloom filters are sized, bounded and rebuilt
  */
 public record StorageOptions(
@@ -26,11 +26,11 @@ public record StorageOptions(
         WalMode walMode,
         long blockCacheBytes,
         long writeBufferBytes,
-        long shardWriteBufferBytes,
+        long storeWriteBufferBytes,
         int backgroundThreads,
-        int maxOpenFilesPerShard,
-        Duration shardIdleClose,
-        int maxOpenShards,
+        int maxOpenFilesPerStore,
+        Duration storeIdleClose,
+        int maxOpenStores,
         FilterOptions filters) {
 
     /** With the default filter options. */
@@ -39,21 +39,21 @@ public record StorageOptions(
             WalMode walMode,
             long blockCacheBytes,
             long writeBufferBytes,
-            long shardWriteBufferBytes,
+            long storeWriteBufferBytes,
             int backgroundThreads,
-            int maxOpenFilesPerShard,
-            Duration shardIdleClose,
-            int maxOpenShards) {
+            int maxOpenFilesPerStore,
+            Duration storeIdleClose,
+            int maxOpenStores) {
         this(
                 dataDir,
                 walMode,
                 blockCacheBytes,
                 writeBufferBytes,
-                shardWriteBufferBytes,
+                storeWriteBufferBytes,
                 backgroundThreads,
-                maxOpenFilesPerShard,
-                shardIdleClose,
-                maxOpenShards,
+                maxOpenFilesPerStore,
+                storeIdleClose,
+                maxOpenStores,
                 FilterOptions.DEFAULTS);
     }
 
@@ -61,17 +61,17 @@ public record StorageOptions(
         Objects.requireNonNull(dataDir, "dataDir");
         Objects.requireNonNull(filters, "filters");
         Objects.requireNonNull(walMode, "walMode");
-        Objects.requireNonNull(shardIdleClose, "shardIdleClose");
-        if (blockCacheBytes <= 0 || writeBufferBytes <= 0 || shardWriteBufferBytes <= 0) {
+        Objects.requireNonNull(storeIdleClose, "storeIdleClose");
+        if (blockCacheBytes <= 0 || writeBufferBytes <= 0 || storeWriteBufferBytes <= 0) {
             throw new IllegalArgumentException("cache and write buffer sizes must be > 0");
         }
         if (backgroundThreads < 1) {
             throw new IllegalArgumentException("background threads must be >= 1");
         }
-        if (maxOpenShards < 1) {
+        if (maxOpenStores < 1) {
             throw new IllegalArgumentException("max open shards must be >= 1");
         }
-        if (maxOpenFilesPerShard == 0 || maxOpenFilesPerShard < -1) {
+        if (maxOpenFilesPerStore == 0 || maxOpenFilesPerStore < -1) {
             throw new IllegalArgumentException("max open files per shard must be -1 or > 0");
         }
     }
@@ -83,7 +83,7 @@ public record StorageOptions(
                 WalMode.OFF,
                 256L << 20,
                 128L << 20,
-                8L << 20,
+                32L << 20,
                 2,
                 64,
                 Duration.ofMinutes(5),
@@ -100,11 +100,11 @@ public record StorageOptions(
                 walMode,
                 blockCacheBytes,
                 writeBufferBytes,
-                shardWriteBufferBytes,
+                storeWriteBufferBytes,
                 backgroundThreads,
-                maxOpenFilesPerShard,
-                shardIdleClose,
-                maxOpenShards,
+                maxOpenFilesPerStore,
+                storeIdleClose,
+                maxOpenStores,
                 filters);
     }
 
@@ -114,11 +114,11 @@ public record StorageOptions(
                 walMode,
                 blockCacheBytes,
                 writeBufferBytes,
-                shardWriteBufferBytes,
+                storeWriteBufferBytes,
                 backgroundThreads,
-                maxOpenFilesPerShard,
-                shardIdleClose,
-                maxOpenShards,
+                maxOpenFilesPerStore,
+                storeIdleClose,
+                maxOpenStores,
                 newFilters);
     }
 }

@@ -98,7 +98,7 @@ class KvAdminMainTest {
         assertThat(String.join(" ", health.subList(health.size() - 5, health.size())))
                 .matches("[\\d.]+ (B|KiB|MiB) [\\d.]+ (KiB|MiB|GiB) 0");
 
-        server.storage().closeAllIdleShards();
+        server.storage().closeAllIdleStores();
         Result closed = admin("describe", table);
         assertThat(closed.rowStartingWith("0")).contains("saved");
     }

@@ -15,7 +15,7 @@ import io.taishan.kv.client.TtlState;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
-import io.taishan.kv.server.storage.ShardStore;
+import io.taishan.kv.server.storage.StorageTestAccess;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
@@ -148,11 +148,11 @@ class MetricsEndpointTest {
                     .isEqualTo(1);
             assertThat(delta(created, written, "taishan_kv_write_ops_total", "op", "snapshot"))
                     .isZero();
-            assertThat(written.value("taishan_kv_open_shards")).isEqualTo(2);
+            assertThat(written.value("taishan_kv_open_stores")).isEqualTo(1);
             assertThat(written.value("taishan_kv_rocksdb_memtable_bytes")).isPositive();
             assertThat(written.value("taishan_kv_rocksdb_estimated_entries")).isPositive();
             assertThat(written.value("taishan_kv_rocksdb_written_bytes_total")).isPositive();
-            assertThat(written.value("taishan_kv_rocksdb_sampled_shards")).isEqualTo(2);
+            assertThat(written.value("taishan_kv_rocksdb_sampled_stores")).isEqualTo(1);
             assertThat(written.value("taishan_kv_rocksdb_block_cache_capacity_bytes"))
                     .isEqualTo(16 << 20);
             // Request and response bytes, per method.
@@ -182,12 +182,13 @@ class MetricsEndpointTest {
                                     "false"))
                     .isEqualTo(1);
             assertThat(snapped.value("taishan_kv_shard_snapshots")).isEqualTo(1);
-            assertThat(snapped.value("taishan_kv_shard_snapshot_bytes")).isPositive();
+            assertThat(snapped.value("taishan_kv_cuts")).isEqualTo(1);
+            assertThat(snapped.value("taishan_kv_cut_bytes")).isPositive();
             assertThat(snapped.value("taishan_kv_data_dir_bytes"))
                     .isPositive()
                     .isLessThanOrEqualTo(
                             snapped.value("taishan_kv_live_data_bytes")
-                                    + snapped.value("taishan_kv_shard_snapshot_bytes")
+                                    + snapped.value("taishan_kv_cut_bytes")
                                     + (1 << 20));
             assertThat(snapped.value("taishan_kv_rocksdb_flush_written_bytes_total")).isPositive();
 
@@ -247,7 +248,7 @@ class MetricsEndpointTest {
             assertThat(failed.value(DURATION + "_sum", "method", "Get", "code", "OK")).isPositive();
             assertThat(failed.types()).containsEntry(DURATION, "histogram");
             assertThat(failed.types()).containsEntry("taishan_kv_rpc_errors_total", "counter");
-            assertThat(failed.types()).containsEntry("taishan_kv_open_shards", "gauge");
+            assertThat(failed.types()).containsEntry("taishan_kv_open_stores", "gauge");
 
             // The JVM and the build.
             assertThat(failed.value("jvm_memory_used_bytes", "area", "heap")).isPositive();
@@ -317,14 +318,14 @@ class MetricsEndpointTest {
             assertThat(get(url(server, "/nope"))).startsWith("404");
 
             // Hold a call in the server, so that its shutdown waits for it: an OpenShard waits
-            // for the shard's lock while this thread holds a write session on the shard.
+            // for the table's lock while this thread holds it as a write does.
             kv.createTable("t", 1);
-            ShardLease lease = kv.openShard("t", 0);
-            ShardStore shard = server.storage().tableStore("t").shard(0);
-            try (ShardStore.WriteSession held = shard.beginWrite(lease.epoch())) {
+            kv.openShard("t", 0);
+            try (AutoCloseable held =
+                    StorageTestAccess.holdAsADataCall(server.storage().tableStore("t"))) {
                 CompletableFuture<ShardLease> blocked =
                         CompletableFuture.supplyAsync(() -> kv.openShard("t", 0));
-                awaitThreadWaitingIn("ShardStore.open");
+                awaitThreadWaitingIn("TableStore.openShards");
                 closing = CompletableFuture.runAsync(server::close);
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 while (get(health).startsWith("200")) {
@@ -395,9 +396,10 @@ class MetricsEndpointTest {
                                         .build())) {
             kv.createTable("t", 1);
             ShardLease lease = kv.openShard("t", 0);
-            ShardStore shard = server.storage().tableStore("t").shard(0);
+            var shard = server.storage().tableStore("t").shard(0);
             PrometheusText before = scrape(server);
-            try (ShardStore.WriteSession held = shard.beginWrite(lease.epoch())) {
+            try (AutoCloseable held =
+                    StorageTestAccess.holdAsADataCall(server.storage().tableStore("t"))) {
                 // Waits for the shard's lock in the server until the client's deadline.
                 assertThatThrownBy(() -> impatient.openShard("t", 0))
                         .isInstanceOf(KvException.class);

@@ -31,7 +31,7 @@ public final class MetricsSampleCostProbe {
                                         .dataDir(dir)
                                         .metricsPort(0)
                                         .metricsSampleInterval(Duration.ZERO)
-                                        .maxOpenShards(shards + 16)
+                                        .maxOpenStores(shards + 16)
                                         .build());
                 GrpcKvStore kv =
                         GrpcKvStore.connect(
@@ -55,9 +55,9 @@ public final class MetricsSampleCostProbe {
                 System.out.printf(
                         "open shards %.0f, sampled %.0f, busy %.0f: RocksDB sample %.1f ms, data dir"
                                 + " walk %.1f ms (%.0f files, %.0f snapshots), scrape %.1f ms%n",
-                        p.value("taishan_kv_open_shards"),
-                        p.value("taishan_kv_rocksdb_sampled_shards"),
-                        p.value("taishan_kv_rocksdb_busy_shards"),
+                        p.value("taishan_kv_open_stores"),
+                        p.value("taishan_kv_rocksdb_sampled_stores"),
+                        p.value("taishan_kv_rocksdb_busy_tables"),
                         p.value("taishan_kv_rocksdb_sample_duration_seconds") * 1e3,
                         p.value("taishan_kv_disk_sample_duration_seconds") * 1e3,
                         p.value("taishan_kv_data_dir_files"),

@@ -28,6 +28,7 @@ import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.DescribeShardsRequest;
 import io.taishan.kv.proto.DescribeTableRequest;
+import io.taishan.kv.proto.DropShardSnapshotsRequest;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
@@ -41,12 +42,15 @@ import io.taishan.kv.proto.ListSnapshotsRequest;
 import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.OpenShardRequest;
+import io.taishan.kv.proto.OpenShardsRequest;
 import io.taishan.kv.proto.Put;
 import io.taishan.kv.proto.RegisterTtlStatesRequest;
 import io.taishan.kv.proto.ReportTtlTimeRequest;
 import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.RestoreShardsRequest;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardRestore;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.TtlLayout;
@@ -254,6 +258,36 @@ class TokenAuthEndToEndTest {
                                 OpenShardRequest.newBuilder()
                                         .setTable("team_b_t")
                                         .setShard(0)
+                                        .build()));
+        calls.put(
+                "OpenShards",
+                s ->
+                        s.openShards(
+                                OpenShardsRequest.newBuilder()
+                                        .setTable("team_b_t")
+                                        .addShards(0)
+                                        .setWipe(true)
+                                        .build()));
+        calls.put(
+                "RestoreShards (B's snapshot into A's table)",
+                s ->
+                        s.restoreShards(
+                                RestoreShardsRequest.newBuilder()
+                                        .setTable("team_a_copy")
+                                        .addShards(
+                                                ShardRestore.newBuilder()
+                                                        .setShard(0)
+                                                        .setSourceTable("team_b_t")
+                                                        .setSnapshotId(10))
+                                        .build()));
+        calls.put(
+                "DropShardSnapshots",
+                s ->
+                        s.dropShardSnapshots(
+                                DropShardSnapshotsRequest.newBuilder()
+                                        .setTable("team_b_t")
+                                        .setSnapshotId(10)
+                                        .addShards(0)
                                         .build()));
         calls.put("Get", s -> s.get(get(bLease, "k")));
         calls.put(

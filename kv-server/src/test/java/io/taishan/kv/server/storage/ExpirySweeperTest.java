@@ -31,7 +31,7 @@ class ExpirySweeperTest {
     @TempDir Path dir;
 
     private StorageEngine engine;
-    private ShardStore shard;
+    private Shard shard;
     private ExpirySweeper sweeper;
     private long epoch;
 
@@ -135,9 +135,7 @@ class ExpirySweeperTest {
     @Test
     void snapshotsKeepWhatTheyHoldAndExpiryGoesOnAfterARestore() throws Exception {
         write(put(VALUE_STATE, "old", value(100)));
-        try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-            session.snapshot(7, false);
-        }
+        shard.snapshot(epoch, 7, false);
         shard.reportTtlTime(epoch, 2_000);
         assertThat(sweeper.sweepOnce()).isEqualTo(1);
 
@@ -195,9 +193,7 @@ class ExpirySweeperTest {
     // ---- helpers
 
     private void write(WriteOp... ops) {
-        try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-            session.apply(List.of(ops));
-        }
+        shard.write(epoch, List.of(ops));
     }
 
     private boolean present(int stateId, String name) {

@@ -47,7 +47,7 @@ public final class FilterCostProbe {
                 GrpcKvStore kv = connect(server)) {
             kv.createTable("t", 1);
             lease = kv.openShard("t", 0);
-            ShardStore shard = server.storage().tableStore("t").shard(0);
+            Shard shard = server.storage().tableStore("t").shard(0);
             long start = System.nanoTime();
             load(shard, lease.epoch(), keys, valueBytes);
             System.out.printf("loaded in %d ms%n", millisSince(start));
@@ -60,11 +60,11 @@ public final class FilterCostProbe {
                     status.memoryBytes(),
                     (double) status.memoryBytes() / keys,
                     100 * status.estimatedFpp());
-            server.storage().closeAllIdleShards();
-            Path saved = dir.resolve("tables/t/shard-0/live/" + FilterFiles.FILE_NAME);
+            server.storage().closeAllIdleStores();
+            Path saved = shard.store().liveDir().resolve(FilterBundle.LIVE_FILE_NAME);
             System.out.printf(
                     "saved filter: %,d bytes; shard on disk: %,d bytes%n",
-                    Files.size(saved), DurableFiles.sizeOf(dir.resolve("tables/t/shard-0/live")));
+                    Files.size(saved), DurableFiles.sizeOf(shard.store().liveDir()));
 
             rebuildFromScratch(server, kv, lease, saved, keys, "unthrottled");
 
@@ -82,7 +82,13 @@ public final class FilterCostProbe {
         // Default rate limit: 64 MiB/s of keys and values.
         try (EmbeddedKvServer server = start(dir, FilterOptions.DEFAULTS.rebuildBytesPerSecond());
                 GrpcKvStore kv = connect(server)) {
-            Path saved = dir.resolve("tables/t/shard-0/live/" + FilterFiles.FILE_NAME);
+            Path saved =
+                    server.storage()
+                            .tableStore("t")
+                            .shard(0)
+                            .store()
+                            .liveDir()
+                            .resolve(FilterBundle.LIVE_FILE_NAME);
             rebuildFromScratch(server, kv, lease, saved, keys, "at 64 MiB/s");
         }
     }
@@ -104,7 +110,7 @@ public final class FilterCostProbe {
                         .build());
     }
 
-    private static void load(ShardStore shard, long epoch, long keys, int valueBytes) {
+    private static void load(Shard shard, long epoch, long keys, int valueBytes) {
         Random random = new Random(1);
         byte[] value = new byte[valueBytes];
         for (long from = 0; from < keys; from += 100_000) {
@@ -127,9 +133,7 @@ public final class FilterCostProbe {
                                                                 value)))
                                 .build());
             }
-            try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-                session.apply(ops);
-            }
+            shard.write(epoch, ops);
         }
     }
 
@@ -141,7 +145,7 @@ public final class FilterCostProbe {
             long keys,
             String how)
             throws IOException, InterruptedException {
-        server.storage().closeAllIdleShards();
+        server.storage().closeAllIdleStores();
         Files.deleteIfExists(saved);
         awaitQuiet();
         long[] ioBefore = io();
@@ -156,7 +160,7 @@ public final class FilterCostProbe {
         }
         long ms = millisSince(start);
         long[] ioAfter = io();
-        ShardStore shard = server.storage().tableStore("t").shard(0);
+        Shard shard = server.storage().tableStore("t").shard(0);
         FilterStatus status = shard.filterStatus();
         System.out.printf(
                 "rebuild from scratch %s: %,d keys in %d ms = %.0f ms per million keys;"
@@ -172,7 +176,7 @@ public final class FilterCostProbe {
                 (cpuNanos() - cpuBefore) / 1e6);
     }
 
-    private static void awaitNoRebuild(EmbeddedKvServer server, ShardStore shard)
+    private static void awaitNoRebuild(EmbeddedKvServer server, Shard shard)
             throws InterruptedException {
         while (server.storage().filterRebuildsPending() > 0
                 || shard.filterStatus().rebuildRunning()) {

@@ -33,18 +33,16 @@ class ShardManifestGrowthTest {
     void sixHundredCheckpointsLeaveASmallManifest() throws Exception {
         try (StorageEngine engine = StorageEngine.open(Ops.smallOptions(dir))) {
             engine.createTable("t", 1, false);
-            ShardStore shard = engine.tableStore("t").shard(0);
+            Shard shard = engine.tableStore("t").shard(0);
             long epoch = shard.open();
-            try (ShardStore.WriteSession w = shard.beginWrite(epoch)) {
-                for (int id = 1; id <= CHECKPOINTS; id++) {
-                    w.apply(List.of(put("k" + (id % 50), "v" + id)));
-                    w.apply(List.of(marker(id, false)));
-                    // As the backend releases subsumed checkpoints: one retained.
-                    shard.dropSnapshotsBelow(id);
-                }
+            for (int id = 1; id <= CHECKPOINTS; id++) {
+                shard.write(epoch, List.of(put("k" + (id % 50), "v" + id)));
+                shard.write(epoch, List.of(marker(id, false)));
+                // As the backend releases subsumed checkpoints: one retained.
+                shard.dropSnapshotsBelow(id);
             }
             long live = largestManifest(dir, "live");
-            long inSnapshot = largestManifest(dir, "snapshots");
+            long inSnapshot = largestManifest(dir, "cuts");
             System.out.printf(
                     "after %d checkpoints: live MANIFEST %d KiB, in the snapshot %d KiB%n",
                     CHECKPOINTS, live >> 10, inSnapshot >> 10);

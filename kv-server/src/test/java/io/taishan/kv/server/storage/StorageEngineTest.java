@@ -80,16 +80,14 @@ class StorageEngineTest {
         long epoch;
         try (StorageEngine engine = StorageEngine.open(Ops.smallOptions(dir))) {
             engine.createTable("t", 8, false);
-            ShardStore shard = engine.tableStore("t").shard(5);
+            Shard shard = engine.tableStore("t").shard(5);
             shard.open();
             epoch = shard.open();
-            try (ShardStore.WriteSession w = shard.beginWrite(epoch)) {
-                w.apply(List.of(put("a", "1"), Ops.marker(3, true), put("a", "2")));
-            }
+            shard.write(epoch, List.of(put("a", "1"), Ops.marker(3, true), put("a", "2")));
         }
         try (StorageEngine engine = StorageEngine.open(Ops.smallOptions(dir))) {
             assertThat(engine.tables()).extracting(TableMeta::name).containsExactly("t");
-            ShardStore shard = engine.tableStore("t").shard(5);
+            Shard shard = engine.tableStore("t").shard(5);
             assertThat(shard.epoch()).isEqualTo(epoch);
             assertThat(s(shard.get(epoch, b("a")))).isEqualTo("2");
             assertThat(shard.snapshots())
@@ -113,17 +111,15 @@ class StorageEngineTest {
     void droppedAndRecreatedTableStartsEmpty() {
         try (StorageEngine engine = StorageEngine.open(Ops.smallOptions(dir))) {
             engine.createTable("t", 2, false);
-            ShardStore old = engine.tableStore("t").shard(0);
+            Shard old = engine.tableStore("t").shard(0);
             long epoch = old.open();
-            try (ShardStore.WriteSession w = old.beginWrite(epoch)) {
-                w.apply(List.of(put("a", "1")));
-            }
+            old.write(epoch, List.of(put("a", "1")));
             engine.dropTable("t");
             assertThatThrownBy(() -> old.get(epoch, b("a")))
                     .satisfies(e -> assertThat(codeOf(e)).isEqualTo(ErrorCode.TABLE_NOT_FOUND));
 
             engine.createTable("t", 2, false);
-            ShardStore fresh = engine.tableStore("t").shard(0);
+            Shard fresh = engine.tableStore("t").shard(0);
             assertThatThrownBy(() -> fresh.get(epoch, b("a")))
                     .satisfies(e -> assertThat(codeOf(e)).isEqualTo(ErrorCode.FENCED));
             long e2 = fresh.open();
@@ -132,6 +128,20 @@ class StorageEngineTest {
             assertThat(fresh.get(e2, b("a"))).isNull();
             assertThat(fresh.snapshots()).isEmpty();
         }
+    }
+
+    @Test
+    void aDataDirOfThePerShardLayoutIsRefusedSayingHowToMove() throws IOException {
+        Files.createDirectories(dir.resolve("tables/job_op/shard-0/live"));
+        Files.writeString(dir.resolve("tables/job_op/table.properties"), "name=job_op\n");
+        assertThatThrownBy(() -> StorageEngine.open(Ops.smallOptions(dir)))
+                .isInstanceOf(StorageStartupException.class)
+                .hasMessageContaining("data dir " + dir.toAbsolutePath())
+                .hasMessageContaining("per-shard layout")
+                .hasMessageContaining("canonical savepoint");
+        // Nothing was changed: the earlier version can still start on it.
+        assertThat(dir.resolve("tables/job_op/shard-0/live")).isDirectory();
+        assertThat(dir.resolve(StorageEngine.LAYOUT_FILE)).doesNotExist();
     }
 
     @Test
@@ -157,7 +167,7 @@ class StorageEngineTest {
     void closedEngineRefusesWithShuttingDown() {
         StorageEngine engine = StorageEngine.open(Ops.smallOptions(dir));
         engine.createTable("t", 1, false);
-        ShardStore shard = engine.tableStore("t").shard(0);
+        Shard shard = engine.tableStore("t").shard(0);
         long epoch = shard.open();
         engine.close();
         assertThatThrownBy(() -> shard.get(epoch, b("a")))

@@ -16,14 +16,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The reads the service runs on a network thread: they answer as {@link ShardStore#get} and {@link
- * ShardStore#multiGet} do, except that they never open the shard.
+ * The reads the service runs on a network thread: they answer as {@link Shard#get} and {@link
+ * Shard#multiGet} do, except that they never open the shard's store.
  */
-class ShardStoreInlineReadTest {
+class ShardInlineReadTest {
     @TempDir Path dir;
 
     private StorageEngine engine;
-    private ShardStore shard;
+    private Shard shard;
 
     @BeforeEach
     void setUp() {
@@ -38,16 +38,14 @@ class ShardStoreInlineReadTest {
     }
 
     private void write(long epoch, WriteOp... ops) {
-        try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-            session.apply(List.of(ops));
-        }
+        shard.write(epoch, List.of(ops));
     }
 
     @Test
     void answersFromAnOpenShardAndNeverOpensOne() {
         long epoch = shard.open();
         // OpenShard alone does not open the RocksDB instance.
-        assertThat(shard.getIfReady(epoch, b("a"))).isSameAs(ShardStore.NOT_READY);
+        assertThat(shard.getIfReady(epoch, b("a"))).isSameAs(Shard.NOT_READY);
         assertThat(shard.multiGetIfReady(epoch, List.of(b("a")))).isNull();
         assertThat(shard.isOpen()).isFalse();
 
@@ -58,8 +56,8 @@ class ShardStoreInlineReadTest {
                 .extracting(Ops::s)
                 .containsExactly("1", null);
 
-        assertThat(shard.tryCloseIfIdle(System.nanoTime())).isTrue();
-        assertThat(shard.getIfReady(epoch, b("a"))).isSameAs(ShardStore.NOT_READY);
+        assertThat(engine.closeAllIdleStores()).isEqualTo(1);
+        assertThat(shard.getIfReady(epoch, b("a"))).isSameAs(Shard.NOT_READY);
         assertThat(shard.isOpen()).isFalse();
         // The service's fallback opens it; then the inline read answers again.
         assertThat(s(shard.get(epoch, b("a")))).isEqualTo("1");
@@ -93,7 +91,7 @@ class ShardStoreInlineReadTest {
         write(epoch, put("a", "1"));
         engine.dropTable("t");
 
-        assertThat(shard.getIfReady(epoch, b("a"))).isSameAs(ShardStore.NOT_READY);
+        assertThat(shard.getIfReady(epoch, b("a"))).isSameAs(Shard.NOT_READY);
         KvServerException e =
                 catchThrowableOfType(() -> shard.get(epoch, b("a")), KvServerException.class);
         assertThat(e.code()).isEqualTo(ErrorCode.TABLE_NOT_FOUND);

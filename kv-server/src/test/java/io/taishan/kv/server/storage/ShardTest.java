@@ -29,11 +29,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class ShardStoreTest {
+class ShardTest {
     @TempDir Path dir;
 
     private StorageEngine engine;
-    private ShardStore shard;
+    private Shard shard;
 
     @BeforeEach
     void setUp() {
@@ -48,15 +48,11 @@ class ShardStoreTest {
     }
 
     private List<SnapshotMeta> write(long epoch, WriteOp... ops) {
-        try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-            return session.apply(List.of(ops));
-        }
+        return shard.write(epoch, List.of(ops));
     }
 
     private SnapshotMeta snapshot(long epoch, long id, boolean pinned) {
-        try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-            return session.snapshot(id, pinned);
-        }
+        return shard.snapshot(epoch, id, pinned);
     }
 
     private String get(long epoch, String key) {
@@ -134,18 +130,16 @@ class ShardStoreTest {
     @Test
     void scanOrdersBytesUnsigned() {
         long epoch = shard.open();
-        try (ShardStore.WriteSession session = shard.beginWrite(epoch)) {
-            List<WriteOp> ops = new ArrayList<>();
-            for (int v : new int[] {0xff, 0x80, 0x7f, 0x01}) {
-                ops.add(
-                        WriteOp.newBuilder()
-                                .setPut(
-                                        Put.newBuilder()
-                                                .setKey(ByteString.copyFrom(new byte[] {(byte) v})))
-                                .build());
-            }
-            session.apply(ops);
+        List<WriteOp> ops = new ArrayList<>();
+        for (int v : new int[] {0xff, 0x80, 0x7f, 0x01}) {
+            ops.add(
+                    WriteOp.newBuilder()
+                            .setPut(
+                                    Put.newBuilder()
+                                            .setKey(ByteString.copyFrom(new byte[] {(byte) v})))
+                            .build());
         }
+        shard.write(epoch, ops);
         ScanPage page = shard.scan(epoch, new byte[0], new byte[0], new byte[0], 10, 1 << 20, true);
         assertThat(page.entries())
                 .extracting(e -> e.key()[0] & 0xff)
@@ -263,10 +257,12 @@ class ShardStoreTest {
         assertThat(meta.reused()).isFalse();
         assertThat(meta.fileCount()).isGreaterThan(0);
 
-        Path snapDir = dir.resolve("tables/t/shard-1/snapshots/1");
         List<Path> ssts;
-        try (var files = Files.list(snapDir)) {
-            ssts = files.filter(p -> p.toString().endsWith(".sst")).toList();
+        try (var cuts = Files.list(dir.resolve("tables/t/cuts"))) {
+            Path cutDir = cuts.collect(java.util.stream.Collectors.toList()).get(0);
+            try (var files = Files.list(cutDir)) {
+                ssts = files.filter(p -> p.toString().endsWith(".sst")).toList();
+            }
         }
         assertThat(ssts).isNotEmpty();
         for (Path sst : ssts) {
@@ -282,7 +278,7 @@ class ShardStoreTest {
         SnapshotMeta first = snapshot(epoch, 1, false);
         assertThat(first.reused()).isFalse();
 
-        engine.closeAllIdleShards();
+        engine.closeAllIdleStores();
         assertThat(shard.isOpen()).isFalse();
         SnapshotMeta second = snapshot(epoch, 2, false);
         assertThat(second.reused()).isTrue();
@@ -304,7 +300,7 @@ class ShardStoreTest {
     }
 
     @Test
-    void snapshotOfAnExistingIdIsIdempotent() {
+    void aPinnedSnapshotIsNeverReplacedByALaterOneOfItsId() {
         long epoch = shard.open();
         write(epoch, put("a", "1"));
         SnapshotMeta first = snapshot(epoch, 1, true);
@@ -313,6 +309,19 @@ class ShardStoreTest {
         assertThat(again).isEqualTo(first);
         long restored = shard.restore(1);
         assertThat(get(restored, "a")).isEqualTo("1");
+    }
+
+    @Test
+    void anUnpinnedSnapshotIdTakenAgainIsReplaced() {
+        long epoch = shard.open();
+        write(epoch, put("a", "1"));
+        snapshot(epoch, 1, false);
+        write(epoch, put("a", "2"));
+        // A resubmitted job reuses checkpoint ids: the newer snapshot must win, never a lost one.
+        snapshot(epoch, 1, false);
+        assertThat(shard.snapshots()).hasSize(1);
+        long restored = shard.restore(1);
+        assertThat(get(restored, "a")).isEqualTo("2");
     }
 
     @Test
@@ -329,8 +338,10 @@ class ShardStoreTest {
         assertThat(shard.dropSnapshot(2)).isTrue();
         assertThat(shard.dropSnapshot(2)).isFalse();
         assertThat(shard.snapshots()).extracting(SnapshotMeta::snapshotId).containsExactly(4L, 5L);
-        assertThat(dir.resolve("tables/t/shard-1/snapshots/2")).doesNotExist();
-        assertThat(dir.resolve("tables/t/shard-1/snapshots/1")).doesNotExist();
+        assertThat(dir.resolve("tables/t/snapshots/2")).doesNotExist();
+        assertThat(dir.resolve("tables/t/snapshots/1")).doesNotExist();
+        // Every snapshot had its own cut (the shard changed in between): two cuts are left.
+        assertThat(dir.resolve("tables/t/cuts").toFile().list()).hasSize(2);
     }
 
     @Test
@@ -352,14 +363,12 @@ class ShardStoreTest {
         long epoch = shard.open();
         write(epoch, put("a", "1"), marker(1, false), put("a", "2"));
         engine.createTable("u", 4, false);
-        ShardStore target = engine.tableStore("u").shard(1);
+        Shard target = engine.tableStore("u").shard(1);
 
         long cloned = target.cloneFrom(shard, 1);
         assertThat(s(target.get(cloned, b("a")))).isEqualTo("1");
         // Both go on independently.
-        try (ShardStore.WriteSession w = target.beginWrite(cloned)) {
-            w.apply(List.of(put("a", "target")));
-        }
+        target.write(cloned, List.of(put("a", "target")));
         write(epoch, put("a", "source"));
         assertThat(s(target.get(cloned, b("a")))).isEqualTo("target");
         assertThat(get(epoch, "a")).isEqualTo("source");
@@ -371,9 +380,9 @@ class ShardStoreTest {
     void idleCloseFlushesSoUnsnapshottedWritesSurviveARestart() {
         long epoch = shard.open();
         write(epoch, put("a", "1"), append("l", "x"));
-        assertThat(engine.openShardCount()).isEqualTo(1);
-        assertThat(engine.closeAllIdleShards()).isEqualTo(1);
-        assertThat(engine.openShardCount()).isZero();
+        assertThat(engine.openStoreCount()).isEqualTo(1);
+        assertThat(engine.closeAllIdleStores()).isEqualTo(1);
+        assertThat(engine.openStoreCount()).isZero();
         assertThat(get(epoch, "a")).isEqualTo("1");
         write(epoch, append("l", "y"));
         engine.close();
@@ -398,7 +407,7 @@ class ShardStoreTest {
             write(epoch, batch.toArray(new WriteOp[0]));
             if (i == appends / 2) {
                 // Half the operands in SST files, half in the memtable.
-                engine.closeAllIdleShards();
+                engine.closeAllIdleStores();
             }
         }
         byte[] value = shard.get(epoch, b("list"));
@@ -412,7 +421,7 @@ class ShardStoreTest {
     }
 
     @Test
-    void leastRecentlyUsedShardsAreClosedAboveTheLimit() {
+    void leastRecentlyUsedStoresAreClosedAboveTheLimit() {
         engine.close();
         StorageOptions o = Ops.smallOptions(dir);
         engine =
@@ -422,23 +431,21 @@ class ShardStoreTest {
                                 WalMode.OFF,
                                 o.blockCacheBytes(),
                                 o.writeBufferBytes(),
-                                o.shardWriteBufferBytes(),
+                                o.storeWriteBufferBytes(),
                                 2,
                                 64,
-                                o.shardIdleClose(),
+                                o.storeIdleClose(),
                                 2));
         TableStore t = engine.tableStore("t");
         List<Long> epochs = new ArrayList<>();
         for (int s = 0; s < 4; s++) {
-            ShardStore store = t.shard(s);
-            long e = store.open();
+            // One writer per shard: four stores.
+            long e = t.openShards("writer-" + s, new int[] {s}, false)[0];
             epochs.add(e);
-            try (ShardStore.WriteSession w = store.beginWrite(e)) {
-                w.apply(List.of(put("k", "shard" + s)));
-            }
+            t.shard(s).write(e, List.of(put("k", "shard" + s)));
         }
         engine.evictOverLimit();
-        assertThat(engine.openShardCount()).isLessThanOrEqualTo(2);
+        assertThat(engine.openStoreCount()).isLessThanOrEqualTo(2);
         assertThat(t.shard(3).isOpen()).isTrue();
         assertThat(t.shard(0).isOpen()).isFalse();
         for (int s = 0; s < 4; s++) {
@@ -447,19 +454,22 @@ class ShardStoreTest {
     }
 
     @Test
-    void recoveryUndoesAnUnfinishedRestoreAndSnapshot() throws IOException {
+    void recoveryUndoesAnUnfinishedRestoreAndCut() throws IOException {
         long epoch = shard.open();
         write(epoch, put("a", "1"));
         snapshot(epoch, 1, false);
         engine.close();
-        Path shardDir = dir.resolve("tables/t/shard-1");
-        Files.createDirectories(shardDir.resolve("live.new"));
-        Files.createDirectories(shardDir.resolve("snapshots/.tmp-2-123"));
+        Path table = dir.resolve("tables/t");
+        // A cut being made, and a fork of a restore that never committed its leases.
+        Files.createDirectories(table.resolve("cuts/.tmp-7"));
+        Path fork = table.resolve("stores/99");
+        Files.createDirectories(fork.resolve("live"));
+        Files.writeString(fork.resolve(RangeStore.META_FILE), "id=99\ncreated.at.millis=1\n");
 
         engine = StorageEngine.open(Ops.smallOptions(dir));
         shard = engine.tableStore("t").shard(1);
-        assertThat(shardDir.resolve("live.new")).doesNotExist();
-        assertThat(shardDir.resolve("snapshots/.tmp-2-123")).doesNotExist();
+        assertThat(table.resolve("cuts/.tmp-7")).doesNotExist();
+        assertThat(fork).doesNotExist();
         assertThat(shard.snapshots()).extracting(SnapshotMeta::snapshotId).containsExactly(1L);
         assertThat(get(epoch, "a")).isEqualTo("1");
     }

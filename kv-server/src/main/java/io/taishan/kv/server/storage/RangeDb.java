@@ -10,22 +10,32 @@ import javax.annotation.Nullable;
 import org.rocksdb.Checkpoint;
 import org.rocksdb.FlushOptions;
 import org.rocksdb.Options;
+import org.rocksdb.Range;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.SizeApproximationFlag;
 import org.rocksdb.Slice;
 import org.rocksdb.Snapshot;
 import org.rocksdb.WriteBatch;
 
-/** One open RocksDB instance: the live data of one shard. Not concerned with locking. */
-final class ShardDb implements AutoCloseable {
+/**
+ * One open RocksDB instance of a {@link RangeStore}: the key ranges of several shards of one table.
+ * Every stored key is {@code [shard, 2 bytes big-endian][the client's key]}, so a shard is one
+ * contiguous range, in the order of its keys, as Flink's RocksDB backend puts the key group first.
+ * This class adds and strips that prefix; callers speak in (shard, key). Not concerned with
+ * locking.
+ */
+final class RangeDb implements AutoCloseable {
+    /** Bytes of the shard prefix of every stored key; shards are at most 32,768. */
+    static final int PREFIX_BYTES = 2;
+
     private static final byte[] EMPTY = new byte[0];
 
     /**
      * What a bounded read answers, by identity, for a value larger than it may return inline: the
-     * value is there, and must be read whole with {@link #get(byte[])} under the large-value
-     * budget.
+     * value is there, and must be read whole with {@link #get} under the large-value budget.
      */
     static final byte[] CHUNKED = new byte[0];
 
@@ -44,28 +54,59 @@ final class ShardDb implements AutoCloseable {
     private final Options options;
     private final RocksDB db;
 
-    private ShardDb(RocksResources resources, Options options, RocksDB db) {
+    private RangeDb(RocksResources resources, Options options, RocksDB db) {
         this.resources = resources;
         this.options = options;
         this.db = db;
     }
 
-    static ShardDb open(RocksResources resources, Path dir) throws RocksDBException {
-        Options options = resources.newShardOptions();
+    static RangeDb open(RocksResources resources, Path dir) throws RocksDBException {
+        Options options = resources.newStoreOptions();
         try {
-            return new ShardDb(resources, options, RocksDB.open(options, dir.toString()));
+            return new RangeDb(resources, options, RocksDB.open(options, dir.toString()));
         } catch (RocksDBException | RuntimeException e) {
             options.close();
             throw e;
         }
     }
 
-    byte[] get(byte[] key) throws RocksDBException {
-        return db.get(key);
+    // ---- keys
+
+    static byte[] key(int shard, byte[] key) {
+        byte[] stored = new byte[PREFIX_BYTES + key.length];
+        stored[0] = (byte) (shard >>> 8);
+        stored[1] = (byte) shard;
+        System.arraycopy(key, 0, stored, PREFIX_BYTES, key.length);
+        return stored;
     }
 
-    List<byte[]> multiGet(List<byte[]> keys) throws RocksDBException {
-        return db.multiGetAsList(keys);
+    /** The first stored key of {@code shard}'s range. */
+    static byte[] rangeStart(int shard) {
+        return new byte[] {(byte) (shard >>> 8), (byte) shard};
+    }
+
+    /** The first stored key after {@code shard}'s range (shard + 1's start; 32,768 fits too). */
+    static byte[] rangeEnd(int shard) {
+        return rangeStart(shard + 1);
+    }
+
+    private static byte[] strip(byte[] stored) {
+        return Arrays.copyOfRange(stored, PREFIX_BYTES, stored.length);
+    }
+
+    // ---- reads
+
+    @Nullable
+    byte[] get(int shard, byte[] key) throws RocksDBException {
+        return db.get(key(shard, key));
+    }
+
+    List<byte[]> multiGet(int shard, List<byte[]> keys) throws RocksDBException {
+        List<byte[]> stored = new ArrayList<>(keys.size());
+        for (byte[] k : keys) {
+            stored.add(key(shard, k));
+        }
+        return db.multiGetAsList(stored);
     }
 
     /**
@@ -73,9 +114,14 @@ final class ShardDb implements AutoCloseable {
      * allocates more than {@code maxInline} bytes.
      */
     @Nullable
-    byte[] getInline(byte[] key, int maxInline) throws RocksDBException {
+    byte[] getInline(int shard, byte[] key, int maxInline) throws RocksDBException {
+        return getStoredInline(key(shard, key), maxInline);
+    }
+
+    @Nullable
+    private byte[] getStoredInline(byte[] stored, int maxInline) throws RocksDBException {
         byte[] probe = PROBE.get();
-        int size = db.get(key, probe);
+        int size = db.get(stored, probe);
         if (size == RocksDB.NOT_FOUND) {
             return null;
         }
@@ -86,21 +132,21 @@ final class ShardDb implements AutoCloseable {
             return CHUNKED;
         }
         // Between the two reads the value may have changed.
-        byte[] value = db.get(key);
+        byte[] value = db.get(stored);
         return value == null || value.length <= maxInline ? value : CHUNKED;
     }
 
     /** The value's size, or -1 if absent; allocates nothing of the value's size on the heap. */
-    long valueSize(byte[] key) throws RocksDBException {
-        int size = db.get(key, PROBE.get());
+    long valueSize(int shard, byte[] key) throws RocksDBException {
+        int size = db.get(key(shard, key), PROBE.get());
         return size == RocksDB.NOT_FOUND ? -1 : size;
     }
 
     /** The first {@code n} bytes of the value (fewer if it is shorter), or null if absent. */
     @Nullable
-    byte[] getPrefix(byte[] key, int n) throws RocksDBException {
+    byte[] getPrefix(int shard, byte[] key, int n) throws RocksDBException {
         byte[] probe = PROBE.get();
-        int size = db.get(key, probe);
+        int size = db.get(key(shard, key), probe);
         return size == RocksDB.NOT_FOUND ? null : Arrays.copyOf(probe, Math.min(n, size));
     }
 
@@ -108,12 +154,13 @@ final class ShardDb implements AutoCloseable {
      * {@link #getInline} for each key; once the values returned reach {@code maxTotalInline} bytes,
      * larger ones than what is left are {@link #CHUNKED} too, so one answer stays bounded.
      */
-    List<byte[]> multiGetInline(List<byte[]> keys, int maxInline, long maxTotalInline)
+    List<byte[]> multiGetInline(int shard, List<byte[]> keys, int maxInline, long maxTotalInline)
             throws RocksDBException {
         List<byte[]> values = new ArrayList<>(keys.size());
         long left = maxTotalInline;
         for (byte[] key : keys) {
-            byte[] value = getInline(key, (int) Math.max(0, Math.min(maxInline, left)));
+            byte[] value =
+                    getStoredInline(key(shard, key), (int) Math.max(0, Math.min(maxInline, left)));
             if (value != null && value != CHUNKED) {
                 left -= value.length;
             }
@@ -122,33 +169,16 @@ final class ShardDb implements AutoCloseable {
         return values;
     }
 
-    void write(WriteBatch batch) throws RocksDBException {
-        db.write(resources.writeOptions(), batch);
-    }
-
     /**
-     * Reads one page of {@code [start, end)} restricted to {@code prefix}. Empty start, end or
-     * prefix means unbounded. At least one entry is returned when any exists, even a larger one
-     * than {@code maxBytes}, so a scan always makes progress.
+     * Reads one page of {@code [start, end)} of the shard restricted to {@code prefix}. Empty
+     * start, end or prefix means unbounded within the shard. At least one entry is returned when
+     * any exists, even a larger one than {@code maxBytes}, so a scan always makes progress. Values
+     * larger than {@code maxInline} are {@link #CHUNKED} (counted as their key in the page's
+     * bytes), or, with {@code valuePrefixBytes > 0}, only each value's first bytes are read (an
+     * expiry sweep needs no more than its timestamp).
      */
     ScanPage scan(
-            byte[] start,
-            byte[] end,
-            byte[] prefix,
-            int maxEntries,
-            long maxBytes,
-            boolean keysOnly)
-            throws RocksDBException {
-        return scan(start, end, prefix, maxEntries, maxBytes, keysOnly, Integer.MAX_VALUE, 0);
-    }
-
-    /**
-     * {@link #scan(byte[], byte[], byte[], int, long, boolean)} with values larger than {@code
-     * maxInline} as {@link #CHUNKED} (counted as their key in the page's bytes), or, with {@code
-     * valuePrefixBytes > 0}, only each value's first bytes (an expiry sweep needs no more than its
-     * timestamp).
-     */
-    ScanPage scan(
+            int shard,
             byte[] start,
             byte[] end,
             byte[] prefix,
@@ -173,26 +203,23 @@ final class ShardDb implements AutoCloseable {
         if (upper.length > 0 && Arrays.compareUnsigned(lower, upper) >= 0) {
             return new ScanPage(List.of(), false, EMPTY);
         }
+        byte[] storedUpper = upper.length == 0 ? rangeEnd(shard) : key(shard, upper);
         List<ScanPage.Entry> entries = new ArrayList<>();
-        try (Slice upperSlice = upper.length == 0 ? null : new Slice(upper);
-                ReadOptions ro = new ReadOptions()) {
-            if (upperSlice != null) {
-                ro.setIterateUpperBound(upperSlice);
+        try (Slice upperSlice = new Slice(storedUpper);
+                ReadOptions ro = new ReadOptions().setIterateUpperBound(upperSlice);
+                RocksIterator it = db.newIterator(ro)) {
+            it.seek(key(shard, lower));
+            long bytes = 0;
+            while (it.isValid() && entries.size() < maxEntries && bytes < maxBytes) {
+                byte[] k = strip(it.key());
+                byte[] value = keysOnly ? EMPTY : boundedValue(it, maxInline, valuePrefixBytes);
+                entries.add(new ScanPage.Entry(k, value));
+                bytes += k.length + value.length;
+                it.next();
             }
-            try (RocksIterator it = db.newIterator(ro)) {
-                it.seek(lower);
-                long bytes = 0;
-                while (it.isValid() && entries.size() < maxEntries && bytes < maxBytes) {
-                    byte[] key = it.key();
-                    byte[] value = keysOnly ? EMPTY : boundedValue(it, maxInline, valuePrefixBytes);
-                    entries.add(new ScanPage.Entry(key, value));
-                    bytes += key.length + value.length;
-                    it.next();
-                }
-                it.status();
-                boolean hasMore = it.isValid();
-                return new ScanPage(entries, hasMore, hasMore ? it.key() : EMPTY);
-            }
+            it.status();
+            boolean hasMore = it.isValid();
+            return new ScanPage(entries, hasMore, hasMore ? strip(it.key()) : EMPTY);
         }
     }
 
@@ -211,12 +238,39 @@ final class ShardDb implements AutoCloseable {
         return size <= probe.length ? Arrays.copyOf(probe, size) : it.value();
     }
 
+    // ---- writes
+
+    void write(WriteBatch batch) throws RocksDBException {
+        db.write(resources.writeOptions(), batch);
+    }
+
+    /** Adds a delete of every key of {@code shard} to {@code batch}. */
+    static void deleteShard(WriteBatch batch, int shard) throws RocksDBException {
+        batch.deleteRange(rangeStart(shard), rangeEnd(shard));
+    }
+
     /**
-     * Opens a filter rebuild's pass over the keys as of now: a RocksDB snapshot and one iterator on
-     * it, read a page at a time. Close it before the instance closes.
+     * Deletes the ranges of shards {@code [fromShard, toShard)} with one range tombstone: the
+     * garbage a store keeps of shards that are not its members.
      */
-    KeyScan openKeyScan() {
-        return new KeyScan();
+    void deleteShards(int fromShard, int toShard) throws RocksDBException {
+        if (fromShard >= toShard) {
+            return;
+        }
+        try (WriteBatch batch = new WriteBatch()) {
+            batch.deleteRange(rangeStart(fromShard), rangeStart(toShard));
+            write(batch);
+        }
+    }
+
+    // ---- filter rebuilds
+
+    /**
+     * Opens a filter rebuild's pass over the keys of {@code shard} as of now: a RocksDB snapshot
+     * and one iterator on it, read a page at a time. Close it before the instance closes.
+     */
+    KeyScan openKeyScan(int shard) {
+        return new KeyScan(shard);
     }
 
     /**
@@ -229,30 +283,34 @@ final class ShardDb implements AutoCloseable {
     record KeyPage(int keys, long bytes, boolean done) {}
 
     /**
-     * A pass over every key of a snapshot. One iterator for the whole pass: a new one per page
-     * would read the index blocks of every file again (they are not cached for it, see below),
-     * which tripled the bytes read of a 10-million-key scan. The blocks it reads do not go into the
-     * block cache, so a rebuild does not evict what reads need; readahead makes them few large
-     * reads. Used by one thread at a time.
+     * A pass over every key of one shard in a snapshot. One iterator for the whole pass: a new one
+     * per page would read the index blocks of every file again (they are not cached for it, see
+     * below), which tripled the bytes read of a 10-million-key scan. The blocks it reads do not go
+     * into the block cache, so a rebuild does not evict what reads need; readahead makes them few
+     * large reads. Keys are hashed without their shard prefix: the filter holds the client's keys.
+     * Used by one thread at a time.
      */
     final class KeyScan implements AutoCloseable {
         private static final long READAHEAD_BYTES = 2L << 20;
 
         private final Snapshot snapshot;
+        private final Slice upper;
         private final ReadOptions readOptions;
         private final RocksIterator iterator;
         private byte[] key = new byte[256];
         private boolean closed;
 
-        private KeyScan() {
+        private KeyScan(int shard) {
             this.snapshot = db.getSnapshot();
+            this.upper = new Slice(rangeEnd(shard));
             this.readOptions =
                     new ReadOptions()
                             .setSnapshot(snapshot)
                             .setFillCache(false)
-                            .setReadaheadSize(READAHEAD_BYTES);
+                            .setReadaheadSize(READAHEAD_BYTES)
+                            .setIterateUpperBound(upper);
             this.iterator = db.newIterator(readOptions);
-            iterator.seekToFirst();
+            iterator.seek(rangeStart(shard));
         }
 
         /**
@@ -268,8 +326,8 @@ final class ShardDb implements AutoCloseable {
                     key = new byte[Math.max(length, 2 * key.length)];
                     iterator.key(key);
                 }
-                hashes[n++] = KeyHash.hash(key, 0, length);
-                bytes += length + iterator.value(EMPTY);
+                hashes[n++] = KeyHash.hash(key, PREFIX_BYTES, length - PREFIX_BYTES);
+                bytes += length - PREFIX_BYTES + iterator.value(EMPTY);
                 iterator.next();
             }
             iterator.status();
@@ -282,10 +340,13 @@ final class ShardDb implements AutoCloseable {
                 closed = true;
                 iterator.close();
                 readOptions.close();
+                upper.close();
                 db.releaseSnapshot(snapshot);
             }
         }
     }
+
+    // ---- durability
 
     void flush() throws RocksDBException {
         try (FlushOptions fo = new FlushOptions().setWaitForFlush(true)) {
@@ -304,12 +365,52 @@ final class ShardDb implements AutoCloseable {
         }
     }
 
+    /** Whether the instance holds any key at all (one seek). */
+    boolean isEmpty() {
+        try (RocksIterator it = db.newIterator()) {
+            it.seekToFirst();
+            return !it.isValid();
+        }
+    }
+
+    /** Whether {@code shard}'s range holds any key (one seek). */
+    boolean hasKeys(int shard) {
+        try (Slice upper = new Slice(rangeEnd(shard));
+                ReadOptions ro = new ReadOptions().setIterateUpperBound(upper);
+                RocksIterator it = db.newIterator(ro)) {
+            it.seek(rangeStart(shard));
+            return it.isValid();
+        }
+    }
+
     long estimatedKeys() throws RocksDBException {
         return db.getLongProperty("rocksdb.estimate-num-keys");
     }
 
-    long memtableBytes() throws RocksDBException {
-        return db.getLongProperty("rocksdb.cur-size-all-mem-tables");
+    /**
+     * RocksDB's key estimate of the instance scaled by the share of its bytes in {@code shard}'s
+     * range (RocksDB counts keys per instance only): what a filter rebuild is sized by; a low one
+     * costs a second rebuild, never a wrong filter.
+     */
+    long estimatedKeys(int shard) throws RocksDBException {
+        long keys = estimatedKeys();
+        if (keys <= 0) {
+            return 0;
+        }
+        try (Slice allStart = new Slice(rangeStart(0));
+                Slice allEnd = new Slice(new byte[] {(byte) 0xff, (byte) 0xff});
+                Slice start = new Slice(rangeStart(shard));
+                Slice end = new Slice(rangeEnd(shard))) {
+            long[] sizes =
+                    db.getApproximateSizes(
+                            List.of(new Range(start, end), new Range(allStart, allEnd)),
+                            SizeApproximationFlag.INCLUDE_FILES,
+                            SizeApproximationFlag.INCLUDE_MEMTABLES);
+            if (sizes[1] <= 0) {
+                return keys;
+            }
+            return Math.max(0, (long) ((double) keys * sizes[0] / sizes[1]));
+        }
     }
 
     /** Adds this instance's properties to a node sample: seven JNI property reads. */
@@ -319,10 +420,10 @@ final class ShardDb implements AutoCloseable {
                 db.getLongProperty("rocksdb.estimate-pending-compaction-bytes");
         into.runningCompactions += db.getLongProperty("rocksdb.num-running-compactions");
         if (db.getLongProperty("rocksdb.is-write-stopped") != 0) {
-            into.writeStoppedShards++;
+            into.writeStoppedStores++;
         }
         if (db.getLongProperty("rocksdb.actual-delayed-write-rate") != 0) {
-            into.writeDelayedShards++;
+            into.writeDelayedStores++;
         }
         into.estimatedEntries += db.getLongProperty("rocksdb.estimate-num-keys");
         into.liveSstBytes += db.getLongProperty("rocksdb.live-sst-files-size");

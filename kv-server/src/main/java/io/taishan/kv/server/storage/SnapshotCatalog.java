@@ -1,0 +1,670 @@
+package io.taishan.kv.server.storage;
+
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeMap;
+import javax.annotation.Nullable;
+import javax.annotation.concurrent.GuardedBy;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The snapshots of one table on this node: for each snapshot id, which {@link StoreCut} holds each
+ * shard's range as it was at that shard's marker. A shard is the unit here, as Flink sees it
+ * (manifests name one snapshot per key group; drops, pins and restores are per shard), while the
+ * files are per cut: one cut serves every shard of its store that it captured, and a cut stays
+ * until no snapshot and no other cut's filter index references it.
+ *
+ * <p>On disk: {@code snapshots/<id>} (one small file per snapshot id: its shards by cut as bit
+ * sets, its pinned and reused shards) and {@code cuts/<id>/}. A snapshot file is replaced
+ * atomically whenever a marker adds shards to it or a drop removes some; a cut directory appears by
+ * a rename once complete. Recovery deletes half-made cuts and cuts nothing references.
+ *
+ * <p>Cost: a marker round adds one file write per snapshot id (bits, a few KiB for 32,768 shards),
+ * never one per shard; memory is a few bit sets per snapshot.
+ */
+public final class SnapshotCatalog {
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotCatalog.class);
+    private static final int MAGIC = 0x5453534e; // "TSSN"
+    private static final int VERSION = 1;
+
+    private final String table;
+    private final Path snapshotsDir;
+    private final Path cutsDir;
+    private final Path trashDir;
+
+    private final Object lock = new Object();
+
+    @GuardedBy("lock")
+    private final NavigableMap<Long, Snapshot> snapshots = new TreeMap<>();
+
+    @GuardedBy("lock")
+    private final Map<Long, CutEntry> cuts = new HashMap<>();
+
+    @GuardedBy("lock")
+    private long nextCutId = 1;
+
+    /** One snapshot id of the table on this node. */
+    private static final class Snapshot {
+        final long id;
+        long createdAtMillis;
+        final TreeMap<Long, BitSet> shardsByCut = new TreeMap<>();
+        final BitSet pinned = new BitSet();
+        final BitSet reused = new BitSet();
+
+        Snapshot(long id, long createdAtMillis) {
+            this.id = id;
+            this.createdAtMillis = createdAtMillis;
+        }
+
+        long cutOf(int shard) {
+            for (Map.Entry<Long, BitSet> e : shardsByCut.entrySet()) {
+                if (e.getValue().get(shard)) {
+                    return e.getKey();
+                }
+            }
+            return -1;
+        }
+
+        boolean isEmpty() {
+            return shardsByCut.isEmpty();
+        }
+    }
+
+    /** A cut and how many references keep it. */
+    private static final class CutEntry {
+        final StoreCut cut;
+        int refs;
+
+        CutEntry(StoreCut cut) {
+            this.cut = cut;
+        }
+    }
+
+    /** A marker's outcome to record: {@code shard}'s snapshot {@code snapshotId} is {@code cut}. */
+    record Marker(int shard, long snapshotId, boolean pinned, long cutId, boolean reused) {}
+
+    SnapshotCatalog(String table, Path tableDir, Path trashDir) throws IOException {
+        this.table = table;
+        this.snapshotsDir = Files.createDirectories(tableDir.resolve("snapshots"));
+        this.cutsDir = Files.createDirectories(tableDir.resolve("cuts"));
+        this.trashDir = trashDir;
+        recover();
+    }
+
+    Path cutsDir() {
+        return cutsDir;
+    }
+
+    Path cutDir(long cutId) {
+        return cutsDir.resolve(Long.toString(cutId));
+    }
+
+    // ---- cuts
+
+    long newCutId() {
+        synchronized (lock) {
+            return nextCutId++;
+        }
+    }
+
+    /**
+     * Registers a complete cut (renamed into place) with one transient reference for its maker, who
+     * {@link #release}s it after recording the markers that use it.
+     */
+    void addCut(StoreCut cut) {
+        synchronized (lock) {
+            CutEntry e = new CutEntry(cut);
+            e.refs = 1;
+            cuts.put(cut.id(), e);
+            for (StoreCut.FilterRun run : cut.filterHolders()) {
+                if (run.holder() != cut.id()) {
+                    ref(run.holder());
+                }
+            }
+        }
+    }
+
+    /** Takes a transient reference to the cut if it still exists; false if it is gone. */
+    boolean retain(long cutId) {
+        synchronized (lock) {
+            CutEntry e = cuts.get(cutId);
+            if (e == null) {
+                return false;
+            }
+            e.refs++;
+            return true;
+        }
+    }
+
+    void release(long cutId) {
+        List<CutEntry> freed = new ArrayList<>();
+        synchronized (lock) {
+            unref(cutId, freed);
+        }
+        delete(freed);
+    }
+
+    @Nullable
+    StoreCut cut(long cutId) {
+        synchronized (lock) {
+            CutEntry e = cuts.get(cutId);
+            return e == null ? null : e.cut;
+        }
+    }
+
+    /**
+     * The cut holding {@code shard}'s snapshot {@code snapshotId}, with a transient reference the
+     * caller releases; null if there is no such snapshot.
+     */
+    @Nullable
+    StoreCut retainCutOf(int shard, long snapshotId) {
+        synchronized (lock) {
+            Snapshot s = snapshots.get(snapshotId);
+            long cutId = s == null ? -1 : s.cutOf(shard);
+            if (cutId < 0) {
+                return null;
+            }
+            CutEntry e = cuts.get(cutId);
+            e.refs++;
+            return e.cut;
+        }
+    }
+
+    @GuardedBy("lock")
+    private void ref(long cutId) {
+        CutEntry e = cuts.get(cutId);
+        if (e != null) {
+            e.refs++;
+        }
+    }
+
+    @GuardedBy("lock")
+    private void unref(long cutId, List<CutEntry> freed) {
+        CutEntry e = cuts.get(cutId);
+        if (e == null) {
+            return;
+        }
+        if (--e.refs > 0) {
+            return;
+        }
+        cuts.remove(cutId);
+        freed.add(e);
+        for (StoreCut.FilterRun run : e.cut.filterHolders()) {
+            if (run.holder() != cutId) {
+                unref(run.holder(), freed);
+            }
+        }
+    }
+
+    /** Deletes the directories of cuts nothing references any more; outside the lock. */
+    private void delete(List<CutEntry> freed) {
+        for (CutEntry e : freed) {
+            try {
+                DurableFiles.discard(cutDir(e.cut.id()), trashDir);
+            } catch (IOException ex) {
+                // Found again by the next start's recovery.
+                LOG.warn("Could not delete cut {} of table '{}': {}", e.cut.id(), table, ex);
+            }
+        }
+    }
+
+    // ---- markers
+
+    /**
+     * Records what markers took, durably (one file per snapshot id touched) before it returns.
+     * Where a shard already has the snapshot id: a pinned one stays as it is (a native savepoint's
+     * snapshot is never replaced; the caller sees it was kept); an unpinned one is replaced, so an
+     * id reused after a restore (a resubmitted job) never references a lost future's data.
+     *
+     * @return the snapshot each marker now has
+     */
+    List<SnapshotMeta> record(List<Marker> markers) {
+        List<CutEntry> freed = new ArrayList<>();
+        List<SnapshotMeta> result = new ArrayList<>(markers.size());
+        long now = System.currentTimeMillis();
+        synchronized (lock) {
+            Map<Long, Snapshot> touched = new TreeMap<>();
+            for (Marker m : markers) {
+                Snapshot s = snapshots.computeIfAbsent(m.snapshotId(), id -> new Snapshot(id, now));
+                long existing = s.cutOf(m.shard());
+                if (existing >= 0 && s.pinned.get(m.shard())) {
+                    result.add(meta(s, m.shard(), existing));
+                    continue;
+                }
+                if (existing >= 0) {
+                    removeShard(s, m.shard(), existing, freed);
+                }
+                BitSet bits = s.shardsByCut.get(m.cutId());
+                if (bits == null) {
+                    bits = new BitSet();
+                    s.shardsByCut.put(m.cutId(), bits);
+                    ref(m.cutId());
+                }
+                bits.set(m.shard());
+                s.pinned.set(m.shard(), m.pinned());
+                s.reused.set(m.shard(), m.reused());
+                s.createdAtMillis = now;
+                touched.put(s.id, s);
+                result.add(meta(s, m.shard(), m.cutId()));
+            }
+            for (Snapshot s : touched.values()) {
+                persist(s);
+            }
+        }
+        delete(freed);
+        return result;
+    }
+
+    @GuardedBy("lock")
+    private void removeShard(Snapshot s, int shard, long cutId, List<CutEntry> freed) {
+        BitSet bits = s.shardsByCut.get(cutId);
+        bits.clear(shard);
+        s.pinned.clear(shard);
+        s.reused.clear(shard);
+        if (bits.isEmpty()) {
+            s.shardsByCut.remove(cutId);
+            unref(cutId, freed);
+        }
+    }
+
+    @GuardedBy("lock")
+    private SnapshotMeta meta(Snapshot s, int shard, long cutId) {
+        CutEntry e = cuts.get(cutId);
+        return new SnapshotMeta(
+                s.id,
+                s.pinned.get(shard),
+                s.createdAtMillis,
+                e == null ? 0 : e.cut.sizeBytes(),
+                e == null ? 0 : e.cut.fileCount(),
+                s.reused.get(shard));
+    }
+
+    // ---- listing
+
+    @Nullable
+    SnapshotMeta snapshot(int shard, long snapshotId) {
+        synchronized (lock) {
+            Snapshot s = snapshots.get(snapshotId);
+            long cutId = s == null ? -1 : s.cutOf(shard);
+            return cutId < 0 ? null : meta(s, shard, cutId);
+        }
+    }
+
+    /** The cut holding {@code shard}'s snapshot {@code snapshotId}, or -1. */
+    long cutIdOf(int shard, long snapshotId) {
+        synchronized (lock) {
+            Snapshot s = snapshots.get(snapshotId);
+            return s == null ? -1 : s.cutOf(shard);
+        }
+    }
+
+    /** {@code shard}'s snapshots, by id. */
+    List<SnapshotMeta> snapshots(int shard) {
+        synchronized (lock) {
+            List<SnapshotMeta> result = new ArrayList<>();
+            for (Snapshot s : snapshots.values()) {
+                long cutId = s.cutOf(shard);
+                if (cutId >= 0) {
+                    result.add(meta(s, shard, cutId));
+                }
+            }
+            return result;
+        }
+    }
+
+    /** Every (shard, snapshot) of the table on this node, by snapshot id, then shard. */
+    List<ShardSnapshot> allSnapshots() {
+        synchronized (lock) {
+            List<ShardSnapshot> result = new ArrayList<>();
+            for (Snapshot s : snapshots.values()) {
+                BitSet all = shardsOf(s);
+                for (int shard = all.nextSetBit(0); shard >= 0; shard = all.nextSetBit(shard + 1)) {
+                    result.add(new ShardSnapshot(shard, meta(s, shard, s.cutOf(shard))));
+                }
+            }
+            return result;
+        }
+    }
+
+    /** One shard's snapshot. */
+    public record ShardSnapshot(int shard, SnapshotMeta meta) {}
+
+    private static BitSet shardsOf(Snapshot s) {
+        BitSet all = new BitSet();
+        for (BitSet bits : s.shardsByCut.values()) {
+            all.or(bits);
+        }
+        return all;
+    }
+
+    /** Shard snapshots held, and the newest creation time among them (0 if none). */
+    long newestSnapshotMillis(int shard) {
+        synchronized (lock) {
+            long newest = 0;
+            for (Snapshot s : snapshots.values()) {
+                if (s.cutOf(shard) >= 0) {
+                    newest = Math.max(newest, s.createdAtMillis);
+                }
+            }
+            return newest;
+        }
+    }
+
+    int snapshotCount() {
+        synchronized (lock) {
+            int count = 0;
+            for (Snapshot s : snapshots.values()) {
+                count += shardsOf(s).cardinality();
+            }
+            return count;
+        }
+    }
+
+    int cutCount() {
+        synchronized (lock) {
+            return cuts.size();
+        }
+    }
+
+    // ---- drops
+
+    /** Drops one shard's snapshot, pinned or not; false if there was none. */
+    boolean drop(int shard, long snapshotId) {
+        List<CutEntry> freed = new ArrayList<>();
+        boolean dropped;
+        synchronized (lock) {
+            Snapshot s = snapshots.get(snapshotId);
+            long cutId = s == null ? -1 : s.cutOf(shard);
+            dropped = cutId >= 0;
+            if (dropped) {
+                removeShard(s, shard, cutId, freed);
+                persistOrDelete(s);
+            }
+        }
+        delete(freed);
+        return dropped;
+    }
+
+    /** Drops snapshot {@code snapshotId} of {@code shards}, pinned or not; returns how many. */
+    int drop(BitSet shards, long snapshotId) {
+        List<CutEntry> freed = new ArrayList<>();
+        int dropped = 0;
+        synchronized (lock) {
+            Snapshot s = snapshots.get(snapshotId);
+            if (s != null) {
+                for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
+                        it.hasNext(); ) {
+                    Map.Entry<Long, BitSet> e = it.next();
+                    BitSet going = (BitSet) e.getValue().clone();
+                    going.and(shards);
+                    if (going.isEmpty()) {
+                        continue;
+                    }
+                    dropped += going.cardinality();
+                    e.getValue().andNot(going);
+                    s.pinned.andNot(going);
+                    s.reused.andNot(going);
+                    if (e.getValue().isEmpty()) {
+                        it.remove();
+                        unref(e.getKey(), freed);
+                    }
+                }
+                if (dropped > 0) {
+                    persistOrDelete(s);
+                }
+            }
+        }
+        delete(freed);
+        return dropped;
+    }
+
+    /**
+     * Drops the unpinned snapshots with an id below {@code watermark} of {@code shards} (all shards
+     * when null); returns how many shard snapshots went.
+     */
+    int dropBelow(long watermark, @Nullable BitSet shards) {
+        return dropWhere(shards, id -> id < watermark);
+    }
+
+    /** Drops the unpinned snapshots of {@code shards} with an id above {@code keepUpTo}. */
+    int dropAbove(BitSet shards, long keepUpTo) {
+        return dropWhere(shards, id -> id > keepUpTo);
+    }
+
+    private interface IdTest {
+        boolean matches(long id);
+    }
+
+    private int dropWhere(@Nullable BitSet shards, IdTest test) {
+        List<CutEntry> freed = new ArrayList<>();
+        int dropped = 0;
+        synchronized (lock) {
+            for (Snapshot s : new ArrayList<>(snapshots.values())) {
+                if (!test.matches(s.id)) {
+                    continue;
+                }
+                boolean changed = false;
+                for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
+                        it.hasNext(); ) {
+                    Map.Entry<Long, BitSet> e = it.next();
+                    BitSet bits = e.getValue();
+                    BitSet going = (BitSet) bits.clone();
+                    going.andNot(s.pinned);
+                    if (shards != null) {
+                        going.and(shards);
+                    }
+                    if (going.isEmpty()) {
+                        continue;
+                    }
+                    dropped += going.cardinality();
+                    bits.andNot(going);
+                    s.reused.andNot(going);
+                    changed = true;
+                    if (bits.isEmpty()) {
+                        it.remove();
+                        unref(e.getKey(), freed);
+                    }
+                }
+                if (changed) {
+                    persistOrDelete(s);
+                }
+            }
+        }
+        delete(freed);
+        return dropped;
+    }
+
+    /** Drops everything (the table is being dropped); files go with the table's directory. */
+    void clear() {
+        synchronized (lock) {
+            snapshots.clear();
+            cuts.clear();
+        }
+    }
+
+    // ---- persistence
+
+    @GuardedBy("lock")
+    private void persistOrDelete(Snapshot s) {
+        if (s.isEmpty()) {
+            snapshots.remove(s.id);
+            try {
+                Files.deleteIfExists(snapshotFile(s.id));
+                DurableFiles.fsync(snapshotsDir);
+            } catch (IOException e) {
+                throw KvServerException.storage(
+                        "cannot delete snapshot " + s.id + " of table '" + table + "'", e);
+            }
+            return;
+        }
+        persist(s);
+    }
+
+    @GuardedBy("lock")
+    private void persist(Snapshot s) {
+        try {
+            DurableFiles.writeAtomically(snapshotFile(s.id), toBytes(s));
+        } catch (IOException e) {
+            throw KvServerException.storage(
+                    "cannot record snapshot " + s.id + " of table '" + table + "'", e);
+        }
+    }
+
+    private Path snapshotFile(long id) {
+        return snapshotsDir.resolve(Long.toString(id));
+    }
+
+    private static byte[] toBytes(Snapshot s) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeInt(MAGIC);
+            out.writeInt(VERSION);
+            out.writeLong(s.id);
+            out.writeLong(s.createdAtMillis);
+            out.writeInt(s.shardsByCut.size());
+            for (Map.Entry<Long, BitSet> e : s.shardsByCut.entrySet()) {
+                out.writeLong(e.getKey());
+                writeBits(out, e.getValue());
+            }
+            writeBits(out, s.pinned);
+            writeBits(out, s.reused);
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return bytes.toByteArray();
+    }
+
+    private static void writeBits(DataOutputStream out, BitSet bits) throws IOException {
+        long[] words = bits.toLongArray();
+        out.writeInt(words.length);
+        for (long w : words) {
+            out.writeLong(w);
+        }
+    }
+
+    private static BitSet readBits(DataInputStream in) throws IOException {
+        int n = in.readInt();
+        if (n < 0 || n > 1 << 16) {
+            throw new IOException("bad bit set length " + n);
+        }
+        long[] words = new long[n];
+        for (int i = 0; i < n; i++) {
+            words[i] = in.readLong();
+        }
+        return BitSet.valueOf(words);
+    }
+
+    private Snapshot readSnapshot(Path file) throws IOException {
+        try (DataInputStream in = new DataInputStream(Files.newInputStream(file))) {
+            if (in.readInt() != MAGIC || in.readInt() != VERSION) {
+                throw new IOException("not a Taishan snapshot record");
+            }
+            Snapshot s = new Snapshot(in.readLong(), in.readLong());
+            int cutCount = in.readInt();
+            for (int i = 0; i < cutCount; i++) {
+                s.shardsByCut.put(in.readLong(), readBits(in));
+            }
+            s.pinned.or(readBits(in));
+            s.reused.or(readBits(in));
+            return s;
+        } catch (IOException e) {
+            throw new IOException("corrupt snapshot record " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Loads cuts and snapshots; deletes half-made cuts and cuts nothing references. */
+    private void recover() throws IOException {
+        long maxCut = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(cutsDir)) {
+            for (Path p : ds) {
+                String name = p.getFileName().toString();
+                long id;
+                try {
+                    id = Long.parseLong(name);
+                } catch (NumberFormatException e) {
+                    // A cut being made when the server stopped: never referenced.
+                    DurableFiles.deleteTree(p);
+                    continue;
+                }
+                maxCut = Math.max(maxCut, id);
+                cuts.put(id, new CutEntry(StoreCut.read(p)));
+            }
+        }
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(snapshotsDir)) {
+            for (Path p : ds) {
+                String name = p.getFileName().toString();
+                if (name.endsWith(".tmp")) {
+                    Files.delete(p);
+                    continue;
+                }
+                Snapshot s = readSnapshot(p);
+                snapshots.put(s.id, s);
+            }
+        }
+        for (Snapshot s : snapshots.values()) {
+            for (long cutId : s.shardsByCut.keySet()) {
+                if (!cuts.containsKey(cutId)) {
+                    throw new IOException(
+                            "snapshot "
+                                    + s.id
+                                    + " of table '"
+                                    + table
+                                    + "' references cut "
+                                    + cutId
+                                    + ", which is missing from "
+                                    + cutsDir);
+                }
+                maxCut = Math.max(maxCut, cutId);
+                cuts.get(cutId).refs++;
+            }
+        }
+        for (CutEntry e : cuts.values()) {
+            for (StoreCut.FilterRun run : e.cut.filterHolders()) {
+                if (run.holder() != e.cut.id()) {
+                    ref(run.holder());
+                }
+            }
+        }
+        // Unreferenced cuts (made, then the server stopped before a marker recorded them).
+        List<CutEntry> freed = new ArrayList<>();
+        for (CutEntry e : new ArrayList<>(cuts.values())) {
+            if (e.refs == 0 && cuts.containsKey(e.cut.id())) {
+                e.refs = 1;
+                unref(e.cut.id(), freed);
+            }
+        }
+        delete(freed);
+        nextCutId = maxCut + 1;
+    }
+
+    /** Cut ids and their reference counts, for tests. */
+    Map<Long, Integer> cutRefs() {
+        synchronized (lock) {
+            Map<Long, Integer> refs = new TreeMap<>();
+            for (Map.Entry<Long, CutEntry> e : cuts.entrySet()) {
+                refs.put(e.getKey(), e.getValue().refs);
+            }
+            return refs;
+        }
+    }
+
+    Collection<Long> snapshotIds() {
+        synchronized (lock) {
+            return new ArrayList<>(snapshots.keySet());
+        }
+    }
+}
