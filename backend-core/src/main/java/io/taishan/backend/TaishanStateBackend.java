@@ -4,7 +4,7 @@ import io.taishan.backend.read.ReadPathConfig;
 import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
-import io.taishan.kv.client.internal.BearerTokens;
+import io.taishan.kv.protocol.BearerTokens;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

@@ -2,16 +2,16 @@ package io.taishan.backend.remote;
 
 import io.taishan.kv.client.CloseableIterator;
 import io.taishan.kv.client.KvEntry;
-import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.NodeHealth;
-import io.taishan.kv.client.ScanRange;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.client.WriteResult;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.ScanRange;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;

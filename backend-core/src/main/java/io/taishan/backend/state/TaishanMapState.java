@@ -2,8 +2,8 @@ package io.taishan.backend.state;
 
 import io.taishan.backend.read.StateReader;
 import io.taishan.kv.client.KvEntry;
-import io.taishan.kv.client.ScanRange;
 import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.protocol.ScanRange;
 import java.io.IOException;
 import java.util.Iterator;
 import java.util.List;

@@ -2,12 +2,12 @@ package io.taishan.backend.write;
 
 import io.taishan.backend.write.PendingWrites.Effect;
 import io.taishan.backend.write.PendingWrites.Lookup;
-import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.client.WriteResult;
+import io.taishan.kv.protocol.KvLimits;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;

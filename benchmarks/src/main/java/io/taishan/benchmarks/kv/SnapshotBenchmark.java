@@ -1,10 +1,10 @@
 package io.taishan.benchmarks.kv;
 
-import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.WriteBatch;
+import io.taishan.kv.protocol.KvLimits;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -7,7 +7,7 @@ import io.grpc.ClientCall;
 import io.grpc.ClientInterceptor;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
-import io.taishan.kv.client.internal.BearerTokens;
+import io.taishan.kv.protocol.BearerTokens;
 import java.util.concurrent.Executor;
 
 /**

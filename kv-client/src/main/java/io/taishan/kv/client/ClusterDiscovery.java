@@ -3,6 +3,7 @@ package io.taishan.kv.client;
 import io.taishan.kv.proto.ClusterInfoRequest;
 import io.taishan.kv.proto.ClusterInfoResponse;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.protocol.KvLimits;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

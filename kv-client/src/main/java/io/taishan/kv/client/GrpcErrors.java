@@ -3,6 +3,7 @@ package io.taishan.kv.client;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.protocol.KvErrors;
 import java.nio.channels.ClosedChannelException;
 import javax.annotation.Nullable;
 import javax.net.ssl.SSLException;

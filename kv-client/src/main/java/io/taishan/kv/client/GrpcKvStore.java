@@ -56,6 +56,9 @@ import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.ScanRange;
+import io.taishan.kv.protocol.ShardMap;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
@@ -519,8 +522,9 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                 ScanRequest.newBuilder()
                         .setTable(lease.table())
                         .setShard(shardRef(lease))
-                        .setStartKey(UnsafeByteOperations.unsafeWrap(range.startUnsafe()))
-                        .setEndKey(UnsafeByteOperations.unsafeWrap(range.endUnsafe()))
+                        // Wrapped: start() and end() are copies made for this call.
+                        .setStartKey(UnsafeByteOperations.unsafeWrap(range.start()))
+                        .setEndKey(UnsafeByteOperations.unsafeWrap(range.end()))
                         .setLimit(pageSize)
                         .setKeysOnly(keysOnly)
                         .build();

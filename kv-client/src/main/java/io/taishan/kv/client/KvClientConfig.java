@@ -1,7 +1,7 @@
 package io.taishan.kv.client;
 
 import com.google.common.net.HostAndPort;
-import io.taishan.kv.client.internal.BearerTokens;
+import io.taishan.kv.protocol.BearerTokens;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;

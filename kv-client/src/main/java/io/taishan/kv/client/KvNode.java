@@ -4,6 +4,7 @@ import com.google.common.net.HostAndPort;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.taishan.kv.proto.KvServiceGrpc;
+import io.taishan.kv.protocol.Wire;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -31,14 +32,6 @@ record KvNode(int index, String address, Connections connections) {
      * over the event loops; writes, filter fetches and administration share the bulk connection.
      */
     static final class Connections {
-        /**
-         * The receive window of every stream and connection. gRPC's default is 1 MiB with BDP
-         * auto-tuning, which sends a PING after data and reads the ACK to measure the link: frames
-         * that small calls pay for, on both sides, while a window a 1 MiB write batch or scan page
-         * does not fill needs no tuning. 4 MiB holds a full batch and the next one.
-         */
-        static final int FLOW_CONTROL_WINDOW_BYTES = 4 << 20;
-
         private final ManagedChannel bulk;
         private final KvServiceGrpc.KvServiceBlockingStub bulkBlockingStub;
         private final KvServiceGrpc.KvServiceFutureStub bulkFutureStub;
@@ -174,7 +167,7 @@ record KvNode(int index, String address, Connections connections) {
                                 hostAndPort.getHost(), hostAndPort.getPort()))
                 .disableRetry()
                 .maxInboundMessageSize(Integer.MAX_VALUE)
-                .flowControlWindow(Connections.FLOW_CONTROL_WINDOW_BYTES)
+                .flowControlWindow(Wire.FLOW_CONTROL_WINDOW_BYTES)
                 .build();
     }
 }

@@ -1,5 +1,7 @@
 package io.taishan.kv.client;
 
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.ScanRange;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;

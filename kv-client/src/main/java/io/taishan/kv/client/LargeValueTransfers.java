@@ -18,6 +18,8 @@ import io.taishan.kv.proto.UploadHeader;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.UploadValueResponse;
 import io.taishan.kv.proto.ValueHeader;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.Wire;
 import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
@@ -37,8 +39,6 @@ import javax.annotation.Nullable;
  * 512 MiB value gets 64 s more than a small call, and a hung server still ends it.
  */
 final class LargeValueTransfers {
-    static final int CHUNK_BYTES = 1 << 20;
-
     /** The slowest transfer rate a large value's deadline allows for. */
     static final long MIN_BYTES_PER_SECOND = 8L << 20;
 
@@ -255,7 +255,7 @@ final class LargeValueTransfers {
                                                     .setValueBytes(value.size()))
                                     .build());
                 } else if (sent < value.size()) {
-                    int n = Math.min(CHUNK_BYTES, value.size() - sent);
+                    int n = Math.min(Wire.CHUNK_BYTES, value.size() - sent);
                     // A slice shares the caller's bytes: nothing is copied before gRPC frames it.
                     out.onNext(
                             UploadValueRequest.newBuilder()

@@ -2,6 +2,7 @@ package io.taishan.kv.client;
 
 import io.taishan.kv.proto.HealthResponse;
 import io.taishan.kv.proto.Limits;
+import io.taishan.kv.protocol.KvLimits;
 
 /** From wire messages to the client API's records. */
 final class ProtoConversions {

@@ -7,6 +7,7 @@ import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.protocol.KvLimits;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -1,5 +1,6 @@
 package io.taishan.kv.client;
 
+import io.taishan.kv.protocol.ShardMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;

@@ -6,6 +6,7 @@ import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.protocol.KvErrors;
 import java.nio.channels.ClosedChannelException;
 import javax.net.ssl.SSLHandshakeException;
 import org.junit.jupiter.api.Test;

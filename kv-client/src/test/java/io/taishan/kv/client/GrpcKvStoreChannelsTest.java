@@ -11,6 +11,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.taishan.kv.protocol.ScanRange;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.HashSet;

@@ -9,6 +9,8 @@ import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.protocol.ScanRange;
+import io.taishan.kv.protocol.ShardMap;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.grpc.Status;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.protocol.ScanRange;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.proto.Limits;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.ScanRange;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -9,6 +9,7 @@ import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.protocol.KvLimits;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;

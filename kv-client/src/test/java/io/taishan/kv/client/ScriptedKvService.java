@@ -57,6 +57,8 @@ import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.protocol.KvErrors;
+import io.taishan.kv.protocol.ShardMap;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -6,6 +6,7 @@ import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.util.MutableHandlerRegistry;
+import io.taishan.kv.protocol.Wire;
 import io.taishan.kv.server.metrics.ServerMetrics;
 import io.taishan.kv.server.security.AuthInterceptor;
 import io.taishan.kv.server.security.SecurityOptions;
@@ -40,14 +41,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class KvServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(KvServer.class);
-
-    /**
-     * The receive window of every stream and connection, fixed. gRPC's default, 1 MiB with BDP
-     * auto-tuning, answers data with PING frames to measure the link, which every small call then
-     * pays for; and a 1 MiB write batch does not fit the default window with its framing. 4 MiB
-     * holds a full batch and the next one.
-     */
-    static final int FLOW_CONTROL_WINDOW_BYTES = 4 << 20;
 
     private final KvServerConfig config;
     private final StorageEngine storage;
@@ -151,7 +144,7 @@ public final class KvServer implements AutoCloseable {
                     NettyServerBuilder.forAddress(bind)
                             .fallbackHandlerRegistry(registry)
                             .maxInboundMessageSize(inboundLimit(config))
-                            .flowControlWindow(FLOW_CONTROL_WINDOW_BYTES)
+                            .flowControlWindow(Wire.FLOW_CONTROL_WINDOW_BYTES)
                             // Calls run on the event loop unless CallExecutors moves them.
                             .directExecutor()
                             .callExecutor(calls);

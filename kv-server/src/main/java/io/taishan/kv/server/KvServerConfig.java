@@ -1,6 +1,6 @@
 package io.taishan.kv.server;
 
-import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.StorageOptions;

@@ -3,7 +3,7 @@ package io.taishan.kv.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.taishan.kv.client.KvLimits;
+import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.WalMode;

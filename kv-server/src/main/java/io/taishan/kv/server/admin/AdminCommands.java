@@ -2,12 +2,12 @@ package io.taishan.kv.server.admin;
 
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.NodeHealth;
-import io.taishan.kv.client.ShardMap;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableExpiry;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.TtlState;
+import io.taishan.kv.protocol.ShardMap;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -1,6 +1,6 @@
 package io.taishan.kv.server.security;
 
-import io.taishan.kv.client.internal.BearerTokens;
+import io.taishan.kv.protocol.BearerTokens;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -1,7 +1,7 @@
 package io.taishan.kv.server.service;
 
-import io.taishan.kv.client.ShardMap;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.protocol.ShardMap;
 import io.taishan.kv.server.storage.KvServerException;
 import java.util.List;
 

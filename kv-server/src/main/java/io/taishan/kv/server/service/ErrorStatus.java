@@ -3,8 +3,8 @@ package io.taishan.kv.server.service;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.taishan.kv.client.KvErrors;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.protocol.KvErrors;
 import io.taishan.kv.server.storage.KvServerException;
 
 /** How a failure travels: a gRPC status with the message, and the error code in a trailer. */

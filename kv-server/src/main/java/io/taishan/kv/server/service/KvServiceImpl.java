@@ -4,7 +4,6 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
-import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CloneResponse;
 import io.taishan.kv.proto.ClusterInfoRequest;
@@ -75,6 +74,8 @@ import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.Wire;
 import io.taishan.kv.server.storage.FilterCopy;
 import io.taishan.kv.server.storage.FilterStatus;
 import io.taishan.kv.server.storage.KvServerException;
@@ -811,8 +812,8 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                                                 .setValueBytes(value == null ? 0 : value.length))
                                 .build());
                 if (value != null) {
-                    for (int at = 0; at < value.length; at += LargeValues.CHUNK_BYTES) {
-                        int n = Math.min(LargeValues.CHUNK_BYTES, value.length - at);
+                    for (int at = 0; at < value.length; at += Wire.CHUNK_BYTES) {
+                        int n = Math.min(Wire.CHUNK_BYTES, value.length - at);
                         // Wrapped: this array was read for this call and is never written.
                         send(
                                 ReadValueResponse.newBuilder()
@@ -1272,9 +1273,6 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
 
     // ---- filters
 
-    /** Bytes of filter per message: far below any gRPC message limit, few messages per filter. */
-    static final int FILTER_CHUNK_BYTES = 1 << 20;
-
     /**
      * Validates here, then takes the copy and streams it on the node's filter-fetch threads (at
      * most filter.max-concurrent-fetches copies exist at once), sending a chunk only when the
@@ -1378,7 +1376,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
 
         /** Cuts the filter's bytes into chunks; each buffer is sent as is, never reused. */
         private final class ChunkOutput extends OutputStream {
-            private byte[] buffer = new byte[FILTER_CHUNK_BYTES];
+            private byte[] buffer = new byte[Wire.CHUNK_BYTES];
             private int filled;
 
             @Override
@@ -1406,7 +1404,7 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
                 }
                 byte[] full = buffer;
                 int n = filled;
-                buffer = new byte[FILTER_CHUNK_BYTES];
+                buffer = new byte[Wire.CHUNK_BYTES];
                 filled = 0;
                 send(
                         FetchFilterResponse.newBuilder()

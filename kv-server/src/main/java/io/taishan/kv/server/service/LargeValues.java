@@ -25,9 +25,6 @@ import javax.annotation.concurrent.GuardedBy;
  * big transfers queueing up hold up no small call.
  */
 final class LargeValues implements AutoCloseable {
-    /** The most a ReadValue or UploadValue message carries. */
-    static final int CHUNK_BYTES = 1 << 20;
-
     /** A staged value no Write took within this goes, and its bytes with it. */
     static final long STAGED_LIFETIME_NANOS = TimeUnit.MINUTES.toNanos(2);
 

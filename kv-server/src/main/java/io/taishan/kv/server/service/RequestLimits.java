@@ -1,9 +1,9 @@
 package io.taishan.kv.server.service;
 
 import com.google.protobuf.ByteString;
-import io.taishan.kv.client.KvLimits;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.Limits;
+import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.storage.KvServerException;
 
 /** The configured request limits, and the checks that fail with LIMIT_EXCEEDED. */

@@ -1,7 +1,7 @@
 package io.taishan.kv.server.storage;
 
 import io.taishan.bloom.KeyHash;
-import io.taishan.kv.client.ScanRange;
+import io.taishan.kv.protocol.ScanRange;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;

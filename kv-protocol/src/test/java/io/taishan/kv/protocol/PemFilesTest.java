@@ -1,4 +1,4 @@
-package io.taishan.kv.client.internal;
+package io.taishan.kv.protocol;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,4 +1,4 @@
-package io.taishan.kv.client.internal;
+package io.taishan.kv.protocol;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

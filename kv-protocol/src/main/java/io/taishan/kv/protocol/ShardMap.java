@@ -1,4 +1,4 @@
-package io.taishan.kv.client;
+package io.taishan.kv.protocol;
 
 /**
  * Which node owns a shard: node {@code n} of {@code N} owns shard {@code s} of a table with {@code

@@ -1,4 +1,4 @@
-package io.taishan.kv.client;
+package io.taishan.kv.protocol;
 
 /**
  * The request limits a server enforces; the client checks them before sending.

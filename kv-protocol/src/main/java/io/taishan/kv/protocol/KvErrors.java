@@ -1,4 +1,4 @@
-package io.taishan.kv.client;
+package io.taishan.kv.protocol;
 
 import io.grpc.Metadata;
 

@@ -1,4 +1,4 @@
-package io.taishan.kv.client;
+package io.taishan.kv.protocol;
 
 import java.util.Arrays;
 
@@ -55,19 +55,6 @@ public final class ScanRange {
 
     public byte[] end() {
         return end.clone();
-    }
-
-    /** Same range, starting at {@code newStart} (inclusive): where the next page resumes. */
-    ScanRange resumeAt(byte[] newStart) {
-        return new ScanRange(newStart, end);
-    }
-
-    byte[] startUnsafe() {
-        return start;
-    }
-
-    byte[] endUnsafe() {
-        return end;
     }
 
     @Override
