@@ -17,8 +17,8 @@ import java.util.List;
  * end         &lt;checkpoints&gt;  &lt;snapshots&gt;
  * </pre>
  *
- * The admin's parser ({@code io.taishan.kv.server.admin.KeptSnapshots}) is the other half; the
- * integration test that runs {@code bin/taishan-kv-admin gc} holds the two together.
+ * The admin's parser ({@code io.taishan.kv.admin.KeptSnapshots}) is the other half; the integration
+ * test that runs {@code bin/taishan-kv-admin gc} holds the two together.
  */
 public final class KeptSnapshotsList {
     public static final String HEADER = "taishan-kept-snapshots";

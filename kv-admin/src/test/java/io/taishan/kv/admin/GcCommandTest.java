@@ -1,4 +1,4 @@
-package io.taishan.kv.server.admin;
+package io.taishan.kv.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.admin;
+package io.taishan.kv.admin;
 
 import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.ShardStatus;

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.admin;
+package io.taishan.kv.admin;
 
 /** A command line that does not parse: exit code 2 with the usage text. */
 final class AdminUsageException extends RuntimeException {

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.admin;
+package io.taishan.kv.admin;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.admin;
+package io.taishan.kv.admin;
 
 import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.GrpcKvStore;
@@ -32,7 +32,7 @@ public final class KvAdminMain {
         if (System.getProperty("log4j.configurationFile") == null
                 && System.getProperty("log4j2.configurationFile") == null) {
             System.setProperty(
-                    "log4j2.configurationFile", "io/taishan/kv/server/admin/kv-admin-log4j2.xml");
+                    "log4j2.configurationFile", "io/taishan/kv/admin/kv-admin-log4j2.xml");
         }
         System.exit(run(args, System.out, System.err));
     }

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.admin;
+package io.taishan.kv.admin;
 
 /** A command that cannot be done as asked (unknown table, snapshot or shard): exit code 1. */
 final class AdminException extends RuntimeException {
