@@ -289,7 +289,10 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             }
             expiry.start(connection.scheduler(), ttlClockReportInterval);
             long millis = (System.nanoTime() - start) / 1_000_000;
-            metrics.restored(millis);
+            metrics.restored(
+                    millis,
+                    keyGroupRange.getNumberOfKeyGroups() - unrestored.size(),
+                    unrestored.size());
             logger.info(
                     "Taishan keyed backend for table {}, key groups {}{}: {} shard(s) restored"
                             + " from snapshots, {} opened, in {} ms; read cache {} ({} bytes),"

@@ -5,7 +5,10 @@ import org.apache.flink.metrics.Histogram;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
 
-/** Snapshot and restore durations, under the operator's {@code taishan} metric group. */
+/**
+ * Snapshot and restore durations, and what the restore took from snapshots, under the operator's
+ * {@code taishan} metric group.
+ */
 public final class BackendMetrics {
     private static final int HISTOGRAM_WINDOW = 128;
 
@@ -13,6 +16,8 @@ public final class BackendMetrics {
             new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW);
     private final Histogram snapshotMillis = new DescriptiveStatisticsHistogram(HISTOGRAM_WINDOW);
     private volatile long restoreMillis;
+    private volatile long restoredShards;
+    private volatile long openedShards;
 
     public static BackendMetrics register(@Nullable MetricGroup group) {
         BackendMetrics metrics = new BackendMetrics();
@@ -20,6 +25,8 @@ public final class BackendMetrics {
             group.histogram("snapshotAckMillis", metrics.snapshotAckMillis);
             group.histogram("snapshotMillis", metrics.snapshotMillis);
             group.gauge("restoreMillis", () -> metrics.restoreMillis);
+            group.gauge("restoredShards", () -> metrics.restoredShards);
+            group.gauge("openedShards", () -> metrics.openedShards);
         }
         return metrics;
     }
@@ -34,7 +41,13 @@ public final class BackendMetrics {
         snapshotMillis.update(millis);
     }
 
-    public void restored(long millis) {
+    /**
+     * The backend was built in {@code millis}: {@code fromSnapshots} shards were rolled back or
+     * cloned from snapshots, {@code opened} leased without one (new, or started empty).
+     */
+    public void restored(long millis, long fromSnapshots, long opened) {
         restoreMillis = millis;
+        restoredShards = fromSnapshots;
+        openedShards = opened;
     }
 }

@@ -10,12 +10,7 @@ import java.util.Map;
 public record OpenedSubtask(int subtask, int keyGroups, Map<String, Long> metrics) {
     /** Gauges and counters read, in this order: the pending ops before the sent ones. */
     static final String[] TAISHAN_METRICS = {
-        "writeQueueOps",
-        "writeOps",
-        "restoreMillis",
-        "rpc.clone.count",
-        "rpc.restore.count",
-        "rpc.open_shard.count"
+        "writeQueueOps", "writeOps", "restoreMillis", "restoredShards", "openedShards"
     };
 
     /** Ops the backend wrote (sent or still queued) while it was built and restored. */
@@ -25,12 +20,12 @@ public record OpenedSubtask(int subtask, int keyGroups, Map<String, Long> metric
 
     /** Shards cloned from another job's snapshots or rolled back to this job's. */
     public long shardsFromSnapshots() {
-        return metric("rpc.clone.count") + metric("rpc.restore.count");
+        return metric("restoredShards");
     }
 
-    /** Shards opened as they were, with no snapshot to start from. */
+    /** Shards leased with no snapshot to start from. */
     public long shardsOpened() {
-        return metric("rpc.open_shard.count");
+        return metric("openedShards");
     }
 
     public long restoreMillis() {
