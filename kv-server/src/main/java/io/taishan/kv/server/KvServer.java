@@ -8,13 +8,13 @@ import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.util.MutableHandlerRegistry;
 import io.taishan.kv.protocol.Wire;
 import io.taishan.kv.server.metrics.ServerMetrics;
+import io.taishan.kv.server.rpc.CallExecutors;
+import io.taishan.kv.server.rpc.ClusterView;
+import io.taishan.kv.server.rpc.KvGrpcService;
 import io.taishan.kv.server.security.AuthInterceptor;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.security.ServerTls;
 import io.taishan.kv.server.security.TokenStore;
-import io.taishan.kv.server.service.CallExecutors;
-import io.taishan.kv.server.service.ClusterView;
-import io.taishan.kv.server.service.KvServiceImpl;
 import io.taishan.kv.server.storage.ExpirySweeper;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.StorageStartupException;
@@ -44,7 +44,7 @@ public final class KvServer implements AutoCloseable {
 
     private final KvServerConfig config;
     private final StorageEngine storage;
-    private final KvServiceImpl service;
+    private final KvGrpcService service;
     private final ExpirySweeper expiry;
     private final CallExecutors calls;
     @Nullable private final TokenStore tokens;
@@ -57,7 +57,7 @@ public final class KvServer implements AutoCloseable {
     private KvServer(
             KvServerConfig config,
             StorageEngine storage,
-            KvServiceImpl service,
+            KvGrpcService service,
             ExpirySweeper expiry,
             CallExecutors calls,
             @Nullable TokenStore tokens,
@@ -180,8 +180,8 @@ public final class KvServer implements AutoCloseable {
                     nodes.get(index),
                     port);
         }
-        KvServiceImpl service =
-                new KvServiceImpl(
+        KvGrpcService service =
+                new KvGrpcService(
                         storage,
                         new ClusterView(nodes, index),
                         config.limits(),

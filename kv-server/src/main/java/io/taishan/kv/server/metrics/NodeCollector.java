@@ -7,7 +7,7 @@ import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.taishan.kv.proto.WriteOp;
-import io.taishan.kv.server.service.WriteStats;
+import io.taishan.kv.server.rpc.WriteStats;
 import io.taishan.kv.server.storage.DataDirUsage;
 import io.taishan.kv.server.storage.ExpirySweeper;
 import io.taishan.kv.server.storage.RocksSample;

@@ -8,7 +8,7 @@ import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.taishan.kv.proto.KvServiceGrpc;
-import io.taishan.kv.server.service.WriteStats;
+import io.taishan.kv.server.rpc.WriteStats;
 import io.taishan.kv.server.storage.ExpirySweeper;
 import io.taishan.kv.server.storage.StorageEngine;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc;
 
 import io.grpc.Metadata;
 import io.grpc.Status;
@@ -8,14 +8,14 @@ import io.taishan.kv.protocol.KvErrors;
 import io.taishan.kv.server.storage.KvServerException;
 
 /** How a failure travels: a gRPC status with the message, and the error code in a trailer. */
-final class ErrorStatus {
+public final class ErrorStatus {
     private ErrorStatus() {}
 
-    static StatusRuntimeException of(KvServerException e) {
+    public static StatusRuntimeException of(KvServerException e) {
         return of(e.code(), e.getMessage());
     }
 
-    static StatusRuntimeException of(ErrorCode code, String message) {
+    public static StatusRuntimeException of(ErrorCode code, String message) {
         Metadata trailers = new Metadata();
         trailers.put(KvErrors.ERROR_CODE_KEY, code.name());
         return statusOf(code).withDescription(message).asRuntimeException(trailers);

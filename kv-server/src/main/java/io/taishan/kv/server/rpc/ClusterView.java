@@ -1,4 +1,4 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc;
 
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.protocol.ShardMap;

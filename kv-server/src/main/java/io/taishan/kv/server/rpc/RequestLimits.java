@@ -1,13 +1,12 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc;
 
 import com.google.protobuf.ByteString;
 import io.taishan.kv.proto.ErrorCode;
-import io.taishan.kv.proto.Limits;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.storage.KvServerException;
 
 /** The configured request limits, and the checks that fail with LIMIT_EXCEEDED. */
-final class RequestLimits {
+public final class RequestLimits {
     private final KvLimits limits;
 
     RequestLimits(KvLimits limits) {
@@ -16,18 +15,6 @@ final class RequestLimits {
 
     KvLimits limits() {
         return limits;
-    }
-
-    Limits toProto() {
-        return Limits.newBuilder()
-                .setMaxKeyBytes(limits.maxKeyBytes())
-                .setMaxValueBytes(limits.maxValueBytes())
-                .setMaxRequestBytes(limits.maxRequestBytes())
-                .setMaxOpsPerRequest(limits.maxOpsPerRequest())
-                .setMaxScanPageEntries(limits.maxScanPageEntries())
-                .setMaxScanPageBytes(limits.maxScanPageBytes())
-                .setMaxInlineValueBytes(limits.maxInlineValueBytes())
-                .build();
     }
 
     void checkKey(ByteString key, String where) {
@@ -97,11 +84,11 @@ final class RequestLimits {
     }
 
     /** Whether a value (of any transfer) is within the largest a value may be. */
-    boolean largeValueFits(long valueBytes) {
+    public boolean largeValueFits(long valueBytes) {
         return valueBytes <= limits.maxValueBytes();
     }
 
-    KvServerException largeValueTooLarge(long valueBytes, String where) {
+    public KvServerException largeValueTooLarge(long valueBytes, String where) {
         return exceeded(
                 "value of "
                         + valueBytes

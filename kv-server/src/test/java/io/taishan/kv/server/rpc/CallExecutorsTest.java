@@ -1,4 +1,4 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc.stream;
 
 import java.util.Iterator;
 import java.util.Map;
@@ -17,14 +17,14 @@ import javax.annotation.concurrent.GuardedBy;
 /**
  * What bounds the heap of values that move in chunks (ReadValue, UploadValue): a byte budget that
  * every such value holds while it is on the heap, the staged uploads waiting for their Write, and
- * the threads that wait for room and stream.
+ * the threads that wait for room and stream (see the package doc).
  *
  * <p>A transfer waits until its bytes fit in the budget; one larger than the whole budget runs
  * alone (when nothing else holds any), so the heap they take is at most max(budget, one value).
  * Waiting happens on this class's own threads, never on the network threads or the call pool, so
  * big transfers queueing up hold up no small call.
  */
-final class LargeValues implements AutoCloseable {
+public final class LargeValueBudget implements AutoCloseable {
     /** A staged value no Write took within this goes, and its bytes with it. */
     static final long STAGED_LIFETIME_NANOS = TimeUnit.MINUTES.toNanos(2);
 
@@ -32,7 +32,7 @@ final class LargeValues implements AutoCloseable {
     static final int THREADS = 8;
 
     /** A value staged for a Write. */
-    record Staged(String table, int shard, byte[] value, long expiresAtNanos) {}
+    public record Staged(String table, int shard, byte[] value, long expiresAtNanos) {}
 
     private final long budgetBytes;
 
@@ -45,7 +45,7 @@ final class LargeValues implements AutoCloseable {
     private final Map<Long, Staged> staged = new ConcurrentHashMap<>();
     private final ThreadPoolExecutor executor;
 
-    LargeValues(long budgetBytes) {
+    public LargeValueBudget(long budgetBytes) {
         this.budgetBytes = budgetBytes;
         this.executor =
                 new ThreadPoolExecutor(
@@ -68,7 +68,7 @@ final class LargeValues implements AutoCloseable {
         executor.allowCoreThreadTimeOut(true);
     }
 
-    ExecutorService executor() {
+    public ExecutorService executor() {
         return executor;
     }
 
@@ -76,12 +76,12 @@ final class LargeValues implements AutoCloseable {
         return budgetBytes;
     }
 
-    synchronized long heldBytes() {
+    public synchronized long heldBytes() {
         return heldBytes;
     }
 
     /** The most {@link #heldBytes} has been since the start. */
-    synchronized long peakHeldBytes() {
+    public synchronized long peakHeldBytes() {
         return peakHeldBytes;
     }
 
@@ -92,7 +92,7 @@ final class LargeValues implements AutoCloseable {
     }
 
     /** Takes the bytes if they fit now; never waits. */
-    synchronized boolean tryReserve(long bytes) {
+    public synchronized boolean tryReserve(long bytes) {
         if (heldBytes == 0 || heldBytes + bytes <= budgetBytes) {
             take(bytes);
             return true;
@@ -104,7 +104,7 @@ final class LargeValues implements AutoCloseable {
      * Waits until the bytes fit, or {@code gone} says the call ended (false then, nothing held).
      * Expired staged values are dropped while it waits.
      */
-    boolean reserve(long bytes, BooleanSupplier gone) throws InterruptedException {
+    public boolean reserve(long bytes, BooleanSupplier gone) throws InterruptedException {
         while (true) {
             synchronized (this) {
                 if (heldBytes == 0 || heldBytes + bytes <= budgetBytes) {
@@ -121,13 +121,13 @@ final class LargeValues implements AutoCloseable {
         }
     }
 
-    synchronized void release(long bytes) {
+    public synchronized void release(long bytes) {
         heldBytes -= bytes;
         notifyAll();
     }
 
     /** Keeps an uploaded value, whose bytes are reserved, for a Write; returns its id. */
-    long stage(String table, int shard, byte[] value) {
+    public long stage(String table, int shard, byte[] value) {
         dropExpired();
         long expires = System.nanoTime() + STAGED_LIFETIME_NANOS;
         while (true) {
@@ -144,7 +144,7 @@ final class LargeValues implements AutoCloseable {
      * the caller releases them. Null if there is none such (never staged, taken, or expired).
      */
     @Nullable
-    Staged take(long id, String table, int shard) {
+    public Staged take(long id, String table, int shard) {
         Staged s = staged.get(id);
         if (s == null || !s.table().equals(table) || s.shard() != shard) {
             return null;

@@ -1,4 +1,4 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -46,7 +46,7 @@ import org.junit.jupiter.api.Test;
  * Requests that a well-behaved client never sends, straight through the generated stub: each gets
  * the documented status, error code and a message naming what was wrong, and changes nothing.
  */
-class KvServiceValidationTest {
+class RequestValidationTest {
     private static final int MAX_KEY = 100;
     private static final int MAX_VALUE = 1000;
     private static final int MAX_REQUEST = 64 * 1024;

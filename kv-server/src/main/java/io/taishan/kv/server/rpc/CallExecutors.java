@@ -1,4 +1,4 @@
-package io.taishan.kv.server.service;
+package io.taishan.kv.server.rpc;
 
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -20,7 +20,7 @@ import javax.annotation.Nullable;
  * unbounded cached pool, and the response back to the event loop: two thread hand-offs per call, a
  * large part of a loopback {@code Get} on 2 cores. So the cheap calls run on the event loop itself:
  * {@code Get} and {@code MultiGet} (RocksDB lookups, mostly from its block cache; they fall back to
- * the pool whenever they would wait for a lock or open a shard, see {@link KvServiceImpl}), {@code
+ * the pool whenever they would wait for a lock or open a shard, see {@link DataRpcs}), {@code
  * Health} and {@code ClusterInfo} (memory only, and a health check should answer even when the pool
  * is busy). Every other call (writes, snapshots, restores, clones, scans, filter fetches, table
  * administration: flushes, fsyncs, file system work, pages of up to a MiB) runs on a bounded pool,

@@ -1,0 +1,115 @@
+package io.taishan.kv.server.rpc;
+
+import io.taishan.kv.proto.FilterState;
+import io.taishan.kv.proto.Limits;
+import io.taishan.kv.proto.SnapshotInfo;
+import io.taishan.kv.proto.TableInfo;
+import io.taishan.kv.proto.TtlLayout;
+import io.taishan.kv.proto.TtlStateSpec;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.server.storage.FilterStatus;
+import io.taishan.kv.server.storage.KvServerException;
+import io.taishan.kv.server.storage.SnapshotMeta;
+import io.taishan.kv.server.storage.StateTtl;
+import io.taishan.kv.server.storage.TableMeta;
+
+/** The storage's types as messages and back. */
+final class Protos {
+    private Protos() {}
+
+    static Limits limits(KvLimits limits) {
+        return Limits.newBuilder()
+                .setMaxKeyBytes(limits.maxKeyBytes())
+                .setMaxValueBytes(limits.maxValueBytes())
+                .setMaxRequestBytes(limits.maxRequestBytes())
+                .setMaxOpsPerRequest(limits.maxOpsPerRequest())
+                .setMaxScanPageEntries(limits.maxScanPageEntries())
+                .setMaxScanPageBytes(limits.maxScanPageBytes())
+                .setMaxInlineValueBytes(limits.maxInlineValueBytes())
+                .build();
+    }
+
+    static TableInfo table(TableMeta t) {
+        return TableInfo.newBuilder()
+                .setName(t.name())
+                .setShardCount(t.shardCount())
+                .setCreatedAtMillis(t.createdAtMillis())
+                .build();
+    }
+
+    static SnapshotInfo snapshot(String table, int shard, SnapshotMeta m) {
+        return SnapshotInfo.newBuilder()
+                .setTable(table)
+                .setShard(shard)
+                .setSnapshotId(m.snapshotId())
+                .setPinned(m.pinned())
+                .setCreatedAtMillis(m.createdAtMillis())
+                .setSizeBytes(m.sizeBytes())
+                .setFileCount(m.fileCount())
+                .setReused(m.reused())
+                .build();
+    }
+
+    // The storage's FilterStatus and the message of the same name.
+    static io.taishan.kv.proto.FilterStatus filter(FilterStatus f) {
+        FilterState state =
+                switch (f.state()) {
+                    case AVAILABLE -> FilterState.FILTER_STATE_AVAILABLE;
+                    case REBUILDING -> FilterState.FILTER_STATE_REBUILDING;
+                    case UNAVAILABLE -> FilterState.FILTER_STATE_UNAVAILABLE;
+                    case SAVED -> FilterState.FILTER_STATE_SAVED;
+                    case EMPTY -> FilterState.FILTER_STATE_EMPTY;
+                    case MISSING -> FilterState.FILTER_STATE_MISSING;
+                };
+        return io.taishan.kv.proto.FilterStatus.newBuilder()
+                .setState(state)
+                .setVersion(f.version())
+                .setMemoryBytes(f.memoryBytes())
+                .setSavedBytes(f.savedBytes())
+                .setEstimatedFpp(f.estimatedFpp())
+                .setRebuildRunning(f.rebuildRunning())
+                .setRebuildQueued(f.rebuildQueued())
+                .setRebuildKeysScanned(f.rebuildKeysScanned())
+                .setKeysAtBuild(f.keysAtBuild())
+                .setReason(f.reason())
+                .build();
+    }
+
+    static TtlStateSpec ttlState(StateTtl ttl) {
+        return TtlStateSpec.newBuilder()
+                .setStateId(ttl.stateId())
+                .setTtlMillis(ttl.ttlMillis())
+                .setLayout(
+                        switch (ttl.layout()) {
+                            case VALUE -> TtlLayout.TTL_VALUE;
+                            case MAP_ENTRY -> TtlLayout.TTL_MAP_ENTRY;
+                            case LIST -> TtlLayout.TTL_LIST;
+                        })
+                .setFixedElementBytes(ttl.fixedElementBytes())
+                .build();
+    }
+
+    /** Fails with INVALID_ARGUMENT, naming the table and the state, for a spec without a layout. */
+    static StateTtl ttlState(String table, TtlStateSpec spec) {
+        StateTtl.Layout layout =
+                switch (spec.getLayout()) {
+                    case TTL_VALUE -> StateTtl.Layout.VALUE;
+                    case TTL_MAP_ENTRY -> StateTtl.Layout.MAP_ENTRY;
+                    case TTL_LIST -> StateTtl.Layout.LIST;
+                    default ->
+                            throw KvServerException.invalid(
+                                    "RegisterTtlStates of table '"
+                                            + table
+                                            + "': state "
+                                            + Integer.toHexString(spec.getStateId())
+                                            + " has no TTL layout");
+                };
+        try {
+            return new StateTtl(
+                    spec.getStateId(), spec.getTtlMillis(), layout, spec.getFixedElementBytes());
+        } catch (IllegalArgumentException e) {
+            throw KvServerException.invalid(
+                    "RegisterTtlStates of table '" + table + "': " + e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,58 @@
+package io.taishan.kv.server.rpc;
+
+import io.taishan.kv.server.storage.KvServerException;
+import io.taishan.kv.server.storage.Shard;
+import io.taishan.kv.server.storage.StorageEngine;
+import io.taishan.kv.server.storage.TableMeta;
+import io.taishan.kv.server.storage.TableStore;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What a request names, found or refused with the error the client gets: its table (a valid name
+ * that exists), its shards (in range, and this node's in the cluster's shard map) and its snapshot
+ * ids (not negative).
+ */
+public final class RequestTargets {
+    private final StorageEngine storage;
+    private final ClusterView cluster;
+
+    RequestTargets(StorageEngine storage, ClusterView cluster) {
+        this.storage = storage;
+        this.cluster = cluster;
+    }
+
+    /** Fails with INVALID_ARGUMENT for a bad name, TABLE_NOT_FOUND for a missing table. */
+    public TableStore table(String name) {
+        TableMeta.checkName(name);
+        return storage.tableStore(name);
+    }
+
+    /** Fails unless the shard is in the table's range and this node owns it. */
+    public Shard ownedShard(TableStore table, int shard) {
+        if (shard < 0) {
+            throw KvServerException.invalid(
+                    "negative shard " + shard + " for table '" + table.name() + "'");
+        }
+        table.checkShard(shard);
+        cluster.checkOwned(table.name(), shard, table.shardCount());
+        return table.shard(shard);
+    }
+
+    /** The shards of the table this node owns that were ever leased or hold data here. */
+    List<Integer> ownedExistingShards(TableStore table) {
+        List<Integer> owned = new ArrayList<>();
+        for (int s : table.existingShards()) {
+            if (cluster.owns(s, table.shardCount())) {
+                owned.add(s);
+            }
+        }
+        return owned;
+    }
+
+    static void checkSnapshotId(long snapshotId, String where) {
+        if (snapshotId < 0) {
+            throw KvServerException.invalid(where + ": negative snapshot id " + snapshotId);
+        }
+    }
+}

@@ -1,0 +1,167 @@
+package io.taishan.kv.server.rpc;
+
+import io.taishan.kv.proto.CloneRequest;
+import io.taishan.kv.proto.CloneResponse;
+import io.taishan.kv.proto.DropShardSnapshotsRequest;
+import io.taishan.kv.proto.DropShardSnapshotsResponse;
+import io.taishan.kv.proto.DropSnapshotRequest;
+import io.taishan.kv.proto.DropSnapshotResponse;
+import io.taishan.kv.proto.DropSnapshotsBelowRequest;
+import io.taishan.kv.proto.DropSnapshotsBelowResponse;
+import io.taishan.kv.proto.ListSnapshotsRequest;
+import io.taishan.kv.proto.ListSnapshotsResponse;
+import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.RestoreResponse;
+import io.taishan.kv.proto.RestoreShardsRequest;
+import io.taishan.kv.proto.RestoreShardsResponse;
+import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardRestore;
+import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.server.storage.KvServerException;
+import io.taishan.kv.server.storage.Shard;
+import io.taishan.kv.server.storage.SnapshotMeta;
+import io.taishan.kv.server.storage.TableStore;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Shard snapshots and what is made from them: Snapshot, Restore, RestoreShards, Clone, and the
+ * listings and drops of snapshots. How a snapshot is cut and a shard restored is the storage's
+ * ({@link TableStore}).
+ */
+final class SnapshotRpcs {
+    private final RequestTargets targets;
+    private final ClusterView cluster;
+    private final WriteStats writeStats;
+
+    SnapshotRpcs(RequestTargets targets, ClusterView cluster, WriteStats writeStats) {
+        this.targets = targets;
+        this.cluster = cluster;
+        this.writeStats = writeStats;
+    }
+
+    SnapshotResponse snapshot(SnapshotRequest request) {
+        TableStore table = targets.table(request.getTable());
+        String where = "Snapshot of table '" + table.name() + "'";
+        RequestTargets.checkSnapshotId(request.getSnapshotId(), where);
+        List<long[]> shards = new ArrayList<>(request.getShardsCount());
+        for (ShardRef ref : request.getShardsList()) {
+            targets.ownedShard(table, ref.getShard());
+            shards.add(new long[] {ref.getShard(), ref.getEpoch()});
+        }
+        List<SnapshotMeta> taken =
+                table.snapshot(shards, request.getSnapshotId(), request.getPinned());
+        SnapshotResponse.Builder b = SnapshotResponse.newBuilder();
+        for (int i = 0; i < taken.size(); i++) {
+            writeStats.snapshotTaken(taken.get(i).reused());
+            b.addSnapshots(Protos.snapshot(table.name(), (int) shards.get(i)[0], taken.get(i)));
+        }
+        return b.build();
+    }
+
+    RestoreResponse restore(RestoreRequest request) {
+        Shard shard = targets.ownedShard(targets.table(request.getTable()), request.getShard());
+        RequestTargets.checkSnapshotId(request.getSnapshotId(), "Restore of " + shard);
+        long epoch = shard.restore(request.getSnapshotId());
+        return RestoreResponse.newBuilder().setEpoch(epoch).build();
+    }
+
+    RestoreShardsResponse restoreShards(RestoreShardsRequest request) {
+        TableStore table = targets.table(request.getTable());
+        Map<String, TableStore> sources = new HashMap<>();
+        List<TableStore.Restore> restores = new ArrayList<>(request.getShardsCount());
+        for (ShardRestore r : request.getShardsList()) {
+            Shard shard = targets.ownedShard(table, r.getShard());
+            RequestTargets.checkSnapshotId(r.getSnapshotId(), "RestoreShards of " + shard);
+            TableStore source =
+                    r.getSourceTable().isEmpty() || r.getSourceTable().equals(table.name())
+                            ? table
+                            : sources.computeIfAbsent(r.getSourceTable(), targets::table);
+            restores.add(new TableStore.Restore(r.getShard(), source, r.getSnapshotId()));
+        }
+        long[] epochs = table.restoreShards(request.getWriter(), restores, true);
+        RestoreShardsResponse.Builder b = RestoreShardsResponse.newBuilder();
+        for (long e : epochs) {
+            b.addEpochs(e);
+        }
+        return b.build();
+    }
+
+    CloneResponse clone(CloneRequest request) {
+        TableStore source = targets.table(request.getSourceTable());
+        TableStore target = targets.table(request.getTargetTable());
+        if (source.shardCount() != target.shardCount()) {
+            throw KvServerException.invalid(
+                    "cannot clone table '"
+                            + source.name()
+                            + "' ("
+                            + source.shardCount()
+                            + " shards) into table '"
+                            + target.name()
+                            + "' ("
+                            + target.shardCount()
+                            + " shards): shard counts differ");
+        }
+        Shard from = targets.ownedShard(source, request.getShard());
+        Shard into = targets.ownedShard(target, request.getShard());
+        RequestTargets.checkSnapshotId(request.getSnapshotId(), "Clone of " + from);
+        long epoch = into.cloneFrom(from, request.getSnapshotId());
+        return CloneResponse.newBuilder().setEpoch(epoch).build();
+    }
+
+    /** One shard's snapshots, or those of every shard of the table this node owns. */
+    ListSnapshotsResponse listSnapshots(ListSnapshotsRequest request) {
+        TableStore table = targets.table(request.getTable());
+        ListSnapshotsResponse.Builder b = ListSnapshotsResponse.newBuilder();
+        if (request.hasShard()) {
+            Shard shard = targets.ownedShard(table, request.getShard());
+            for (SnapshotMeta m : shard.snapshots()) {
+                b.addSnapshots(Protos.snapshot(table.name(), shard.shard(), m));
+            }
+            return b.build();
+        }
+        for (var s : table.allSnapshots()) {
+            if (cluster.owns(s.shard(), table.shardCount())) {
+                b.addSnapshots(Protos.snapshot(table.name(), s.shard(), s.meta()));
+            }
+        }
+        return b.build();
+    }
+
+    DropSnapshotResponse dropSnapshot(DropSnapshotRequest request) {
+        Shard shard = targets.ownedShard(targets.table(request.getTable()), request.getShard());
+        RequestTargets.checkSnapshotId(request.getSnapshotId(), "DropSnapshot of " + shard);
+        return DropSnapshotResponse.newBuilder()
+                .setDropped(shard.dropSnapshot(request.getSnapshotId()))
+                .build();
+    }
+
+    DropShardSnapshotsResponse dropShardSnapshots(DropShardSnapshotsRequest request) {
+        TableStore table = targets.table(request.getTable());
+        RequestTargets.checkSnapshotId(request.getSnapshotId(), "DropShardSnapshots of " + table);
+        BitSet shards = new BitSet();
+        for (int s : request.getShardsList()) {
+            shards.set(targets.ownedShard(table, s).shard());
+        }
+        return DropShardSnapshotsResponse.newBuilder()
+                .setDropped(table.dropSnapshot(shards, request.getSnapshotId()))
+                .build();
+    }
+
+    DropSnapshotsBelowResponse dropSnapshotsBelow(DropSnapshotsBelowRequest request) {
+        TableStore table = targets.table(request.getTable());
+        BitSet shards = null;
+        if (request.getShardsCount() > 0) {
+            shards = new BitSet();
+            for (int s : request.getShardsList()) {
+                shards.set(targets.ownedShard(table, s).shard());
+            }
+        }
+        int dropped = table.dropSnapshotsBelow(request.getSnapshotId(), shards);
+        return DropSnapshotsBelowResponse.newBuilder().setDropped(dropped).build();
+    }
+}

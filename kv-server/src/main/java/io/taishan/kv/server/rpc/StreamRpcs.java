@@ -1,0 +1,134 @@
+package io.taishan.kv.server.rpc;
+
+import io.grpc.stub.ServerCallStreamObserver;
+import io.grpc.stub.StreamObserver;
+import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.GetRequest;
+import io.taishan.kv.proto.ReadValueResponse;
+import io.taishan.kv.proto.UploadValueRequest;
+import io.taishan.kv.proto.UploadValueResponse;
+import io.taishan.kv.server.rpc.stream.FilterSendStream;
+import io.taishan.kv.server.rpc.stream.LargeValueBudget;
+import io.taishan.kv.server.rpc.stream.ValueReadStream;
+import io.taishan.kv.server.rpc.stream.ValueUpload;
+import io.taishan.kv.server.storage.KvServerException;
+import io.taishan.kv.server.storage.Shard;
+import io.taishan.kv.server.storage.StorageEngine;
+import io.taishan.kv.server.storage.TableStore;
+import java.util.concurrent.RejectedExecutionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The streamed RPCs, ReadValue, UploadValue and FetchFilter: each request is checked here, then its
+ * stream ({@link io.taishan.kv.server.rpc.stream}) runs on the threads of its kind, the large-value
+ * threads or the node's filter-fetch threads, never on a network thread or the call pool.
+ */
+final class StreamRpcs {
+    // Under the service's name: these lines are the outcome of its calls.
+    private static final Logger LOG = LoggerFactory.getLogger(KvGrpcService.class);
+
+    private final StorageEngine storage;
+    private final ClusterView cluster;
+    private final RequestTargets targets;
+    private final RequestLimits limits;
+    private final LargeValueBudget largeValues;
+    private final Responder responder;
+
+    StreamRpcs(
+            StorageEngine storage,
+            ClusterView cluster,
+            RequestTargets targets,
+            RequestLimits limits,
+            LargeValueBudget largeValues,
+            Responder responder) {
+        this.storage = storage;
+        this.cluster = cluster;
+        this.targets = targets;
+        this.limits = limits;
+        this.largeValues = largeValues;
+        this.responder = responder;
+    }
+
+    void readValue(GetRequest request, ServerCallStreamObserver<ReadValueResponse> call) {
+        ValueReadStream stream;
+        try {
+            responder.checkServing();
+            Shard shard =
+                    targets.ownedShard(
+                            targets.table(request.getTable()), request.getShard().getShard());
+            if (!limits.keyFits(request.getKey())) {
+                throw limits.keyTooLarge(request.getKey(), "ReadValue of " + shard);
+            }
+            stream =
+                    new ValueReadStream(
+                            call,
+                            shard,
+                            request.getShard().getEpoch(),
+                            request.getKey().toByteArray(),
+                            largeValues,
+                            limits,
+                            responder);
+        } catch (RuntimeException e) {
+            responder.fail(call, "ReadValue", e);
+            return;
+        }
+        try {
+            largeValues.executor().execute(stream);
+        } catch (RejectedExecutionException e) {
+            responder.rejected(call);
+        }
+    }
+
+    StreamObserver<UploadValueRequest> uploadValue(
+            ServerCallStreamObserver<UploadValueResponse> call) {
+        return ValueUpload.start(call, largeValues, this::uploadHeader, responder);
+    }
+
+    private Shard uploadHeader(UploadValueRequest request) {
+        responder.checkServing();
+        if (!request.hasHeader()) {
+            throw KvServerException.invalid("UploadValue: the stream must start with a header");
+        }
+        TableStore table = targets.table(request.getTable());
+        Shard shard = targets.ownedShard(table, request.getHeader().getShard().getShard());
+        long size = request.getHeader().getValueBytes();
+        if (size < 0) {
+            throw KvServerException.invalid("UploadValue to " + shard + ": negative size " + size);
+        }
+        if (!limits.largeValueFits(size)) {
+            throw limits.largeValueTooLarge(size, "UploadValue to " + shard);
+        }
+        return shard;
+    }
+
+    void fetchFilter(
+            FetchFilterRequest request, ServerCallStreamObserver<FetchFilterResponse> call) {
+        FilterSendStream stream;
+        try {
+            responder.checkServing();
+            Shard shard =
+                    targets.ownedShard(
+                            targets.table(request.getTable()), request.getShard().getShard());
+            stream = new FilterSendStream(call, shard, request.getShard().getEpoch());
+        } catch (KvServerException e) {
+            LOG.debug("FetchFilter refused: {}", e.getMessage());
+            call.onError(ErrorStatus.of(e));
+            return;
+        } catch (RuntimeException e) {
+            LOG.error("FetchFilter failed unexpectedly", e);
+            call.onError(
+                    ErrorStatus.of(
+                            ErrorCode.STORAGE_ERROR,
+                            "FetchFilter failed on node " + cluster.selfAddress() + ": " + e));
+            return;
+        }
+        try {
+            storage.filterFetchExecutor().execute(stream);
+        } catch (RejectedExecutionException e) {
+            responder.rejected(call);
+        }
+    }
+}
