@@ -20,13 +20,10 @@ import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.cache.CacheType;
 import io.taishan.cache.StateCacheRegistry;
 import io.taishan.kv.client.AuthenticationException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
-import io.taishan.kv.client.ShardFilterStore;
 import io.taishan.kv.client.ShardLease;
-import io.taishan.kv.client.TtlStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -197,15 +194,18 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             ReadMetrics readMetrics =
                     ReadMetrics.register(taishanGroup, cacheMemory.handle(), filters);
             StateReader reader = new StateReader(store, queue, cache, filters, readMetrics);
-            if (readPathConfig.bloomFilterEnabled()
-                    && connection.store() instanceof ShardFilterStore filterStore) {
+            if (readPathConfig.bloomFilterEnabled() && store.filters().isPresent()) {
                 Map<Integer, ShardLease> byShard = new HashMap<>();
                 for (ShardLease lease : leases) {
                     byShard.put(lease.shard(), lease);
                 }
                 filterLoader =
                         new FilterLoader(
-                                filterStore, filters, queue, connection.filterFetches(), byShard);
+                                store.filters().get(),
+                                filters,
+                                queue,
+                                connection.filterFetches(),
+                                byShard);
                 queue.setAcknowledgementListener(filterLoader::acknowledged);
                 filters.onFalsePositive(filterLoader::falsePositive);
                 if (taishanGroup != null) {
@@ -245,10 +245,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             }
             ServerSideExpiry expiry =
                     new ServerSideExpiry(
-                            connection.store() instanceof TtlStore ttlStore ? ttlStore : null,
-                            table,
-                            List.of(leases),
-                            ttlTimeProvider);
+                            store.ttl().orElse(null), table, List.of(leases), ttlTimeProvider);
             BackendMetrics metrics = BackendMetrics.register(taishanGroup);
             InternalKeyContextImpl<K> keyContext =
                     new InternalKeyContextImpl<>(keyGroupRange, numberOfKeyGroups);
@@ -315,8 +312,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             IOUtils.closeQuietly(queue);
             IOUtils.closeQuietly(filters);
             IOUtils.closeQuietly(cacheMemory);
-            if (createdTable && connection.store() instanceof GrpcKvStore grpc) {
-                if (TaishanRestoreOperation.dropIfUnused(grpc, table, keyGroupRange)) {
+            if (createdTable) {
+                if (TaishanRestoreOperation.dropIfUnused(
+                        connection.store(), table, keyGroupRange)) {
                     logger.info("Dropped table {}, created by this failed restore", table);
                 }
             }

@@ -2,8 +2,9 @@ package io.taishan.backend;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.server.EmbeddedKvServer;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -152,8 +153,8 @@ class BloomFilterReadTest {
     void timersTakeNoRoomInTheServersFilters() throws Exception {
         TaishanKeyedStateBackend<Integer> backend =
                 create(new JobID(), new KeyGroupRange(0, 1), List.of(), 2);
-        try (GrpcKvStore store =
-                GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build())) {
+        try (KvStore store =
+                KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
             TimerSerializer<Integer, VoidNamespace> serializer =
                     new TimerSerializer<>(IntSerializer.INSTANCE, VoidNamespaceSerializer.INSTANCE);
             KeyGroupedInternalPriorityQueue<TimerHeapInternalTimer<Integer, VoidNamespace>> timers =
@@ -164,7 +165,7 @@ class BloomFilterReadTest {
             }
             backend.writeQueue().flushAndWait();
 
-            assertThat(store.describeShards(backend.tableName()))
+            assertThat(store.admin().orElseThrow().describeShards(backend.tableName()))
                     .hasSize(2)
                     .allSatisfy(
                             shard ->

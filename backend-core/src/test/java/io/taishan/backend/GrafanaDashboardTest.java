@@ -3,8 +3,9 @@ package io.taishan.backend;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.TableExistsException;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
@@ -107,8 +108,8 @@ class GrafanaDashboardTest {
                 registered = flinkPrometheusNames(reporter.getMetricsByGroup());
             }
             // One refused call, so the error counter has a series.
-            try (GrpcKvStore kv =
-                    GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build())) {
+            try (KvStore kv =
+                    KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
                 kv.createTable("dashboard_probe", 1);
                 assertThatThrownBy(() -> kv.createTable("dashboard_probe", 1))
                         .isInstanceOf(TableExistsException.class);

@@ -3,10 +3,11 @@ package io.taishan.backend;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.kv.client.CloseableIterator;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
 import io.taishan.kv.client.KvEntry;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.protocol.ScanRange;
 import io.taishan.kv.server.EmbeddedKvServer;
@@ -143,8 +144,8 @@ class SecureKvServerJobTest {
                 .allSatisfy((k, v) -> assertThat(v).isEqualTo(RECORDS / KEYS));
 
         // The state is on the server, in the job's table, which only a covering token sees.
-        try (GrpcKvStore jobs = connect(JOBS);
-                GrpcKvStore others = connect(OTHERS)) {
+        try (KvStore jobs = connect(JOBS);
+                KvStore others = connect(OTHERS)) {
             List<TableInfo> tables = jobs.listTables();
             assertThat(tables)
                     .singleElement()
@@ -231,8 +232,8 @@ class SecureKvServerJobTest {
                 .hasMessageContaining("set taishan.kv.token or taishan.kv.token-file, not both");
     }
 
-    private static GrpcKvStore connect(String token) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(String token) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .tls(
                                 KvClientTls.trusting(certs.caCert())

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.server.EmbeddedKvServer;
 import java.time.Duration;
@@ -66,7 +66,7 @@ class TaishanKeyedStateBackendTest {
     @BeforeAll
     static void startServer() {
         server = EmbeddedKvServer.start();
-        store = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        store = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
         env = MockEnvironment.builder().build();
     }
 

@@ -1,8 +1,8 @@
 package io.taishan.demo;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.server.EmbeddedKvServer;
@@ -55,8 +55,7 @@ public final class TaishanDemo {
         Path workDir = Files.createTempDirectory("taishan-demo");
         try (EmbeddedKvServer server = EmbeddedKvServer.start();
                 KvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(server.address()).build())) {
+                        KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
             Path checkpointDir = workDir.resolve("checkpoints");
             Configuration config = flinkConfiguration(server.address(), checkpointDir);
             Story.say(

@@ -10,8 +10,9 @@ import io.taishan.it.harness.ReferenceRun;
 import io.taishan.it.harness.RunningJob;
 import io.taishan.it.harness.TaishanBackendFixture;
 import io.taishan.it.job.KeyFinalState;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import java.io.IOException;
@@ -74,9 +75,8 @@ class SnapshotGcITCase {
         Map<Long, KeyFinalState> expected = ReferenceRun.finalStates(cluster, SCHEDULE);
 
         try (TaishanBackendFixture backend = TaishanBackendFixture.start(workDir.resolve("kv"));
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(address(backend)).build())) {
+                KvStore kv =
+                        KvStores.connect(KvClientConfig.forAddresses(address(backend)).build())) {
             Runs runs = new Runs(new JobHarness(cluster, backend, SCHEDULE, workDir));
 
             RunningJob first = runs.start(2, null).awaitCompletedCheckpoints(2);
@@ -242,7 +242,7 @@ class SnapshotGcITCase {
         return backend.configuration().getString(TaishanBackendFixture.ADDRESS_KEY, null);
     }
 
-    private static String tableOf(GrpcKvStore kv, RunningJob job) {
+    private static String tableOf(KvStore kv, RunningJob job) {
         List<String> tables =
                 kv.listTables().stream()
                         .map(TableInfo::name)
@@ -253,7 +253,7 @@ class SnapshotGcITCase {
     }
 
     /** Every table: its shard snapshots as "shard/id". */
-    private static Map<String, Set<String>> snapshots(GrpcKvStore kv) {
+    private static Map<String, Set<String>> snapshots(KvStore kv) {
         Map<String, Set<String>> all = new TreeMap<>();
         for (TableInfo table : kv.listTables()) {
             Set<String> ids = new TreeSet<>();
@@ -265,7 +265,7 @@ class SnapshotGcITCase {
         return all;
     }
 
-    private static Set<Long> pinnedIds(GrpcKvStore kv, String table) {
+    private static Set<Long> pinnedIds(KvStore kv, String table) {
         Set<Long> ids = new TreeSet<>();
         for (SnapshotInfo s : kv.listSnapshots(table)) {
             if (s.pinned()) {
@@ -276,7 +276,7 @@ class SnapshotGcITCase {
     }
 
     /** The savepoint's snapshots are the pinned ones; one id, on every shard. */
-    private static long checkpointIdOfSavepoint(GrpcKvStore kv, String table) {
+    private static long checkpointIdOfSavepoint(KvStore kv, String table) {
         Set<Long> pinned = pinnedIds(kv, table);
         assertThat(pinned).hasSize(1);
         long id = pinned.iterator().next();

@@ -3,8 +3,9 @@ package io.taishan.dist;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.dist.UnpackedDistribution.Result;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
 import java.io.BufferedReader;
@@ -182,8 +183,8 @@ class KvServerDistributionIT {
     }
 
     private static void writeAndRead(String address) {
-        try (GrpcKvStore kv =
-                GrpcKvStore.connect(
+        try (KvStore kv =
+                KvStores.connect(
                         KvClientConfig.forAddresses(address)
                                 .requestTimeout(Duration.ofSeconds(10))
                                 .build())) {

@@ -2,8 +2,9 @@ package io.taishan.dist;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
@@ -35,8 +36,8 @@ class TaishanKvServerContainerIT {
         try (TaishanKvServerContainer kv = TaishanKvServerContainer.fromDistribution(dist.home())) {
             kv.start();
 
-            try (GrpcKvStore store =
-                    GrpcKvStore.connect(
+            try (KvStore store =
+                    KvStores.connect(
                             KvClientConfig.forAddresses(kv.getAddress())
                                     .requestTimeout(Duration.ofSeconds(10))
                                     .build())) {

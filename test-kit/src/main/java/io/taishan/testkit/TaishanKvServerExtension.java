@@ -3,9 +3,9 @@ package io.taishan.testkit;
 import io.taishan.backend.TaishanOptions;
 import io.taishan.backend.TaishanStateBackend;
 import io.taishan.backend.TaishanStateBackendFactory;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
 import java.util.Objects;
@@ -62,7 +62,7 @@ public final class TaishanKvServerExtension
     private final KvServerConfig config;
 
     @Nullable private EmbeddedKvServer server;
-    @Nullable private GrpcKvStore client;
+    @Nullable private KvStore client;
 
     /** The unique id of the test or class whose start started the server, so its end stops it. */
     @Nullable private String startedBy;
@@ -162,7 +162,7 @@ public final class TaishanKvServerExtension
     /** A client of this server, made at the first call and closed when the server stops. */
     public synchronized KvStore kvStore() {
         if (client == null) {
-            client = GrpcKvStore.connect(KvClientConfig.forAddresses(address()).build());
+            client = KvStores.connect(KvClientConfig.forAddresses(address()).build());
         }
         return client;
     }

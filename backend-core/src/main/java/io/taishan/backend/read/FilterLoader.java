@@ -3,8 +3,8 @@ package io.taishan.backend.read;
 import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.bloom.LoadingFilter;
 import io.taishan.kv.client.FilterUnavailableException;
+import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardFilter;
-import io.taishan.kv.client.ShardFilterStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteResult;
 import java.util.Map;
@@ -41,7 +41,7 @@ public final class FilterLoader {
     /** At most one refresh per shard this often: the server may not have rebuilt yet. */
     static final long MIN_REFRESH_NANOS = 2_000_000_000L;
 
-    private final ShardFilterStore store;
+    private final KvStore.Filters store;
     private final ShardFilters filters;
     private final WriteBatchQueue queue;
     private final ScheduledExecutorService executor;
@@ -53,7 +53,7 @@ public final class FilterLoader {
     private volatile boolean closed;
 
     public FilterLoader(
-            ShardFilterStore store,
+            KvStore.Filters store,
             ShardFilters filters,
             WriteBatchQueue queue,
             ScheduledExecutorService executor,

@@ -6,12 +6,16 @@ import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardRestore;
+import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TableExpiry;
 import io.taishan.kv.client.TableInfo;
+import io.taishan.kv.client.TtlState;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.client.WriteResult;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.protocol.ScanRange;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -27,8 +31,9 @@ import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
 /**
  * Counts the calls one subtask makes to the store, by kind, with their latency, under the
  * operator's {@code taishan.rpc.<kind>} metric group ({@code count}, {@code errors}, {@code
- * latencyMicros}). A scan counts once when opened; its later pages are not timed. Closing it does
- * not close the shared store.
+ * latencyMicros}): every call, the filter fetches and the TTL calls of its facets included. A scan
+ * counts once when opened; its later pages are not timed. Closing it does not close the shared
+ * store, nor does its admin facet's close.
  */
 public final class MeteredKvStore implements KvStore {
     /** The kinds of call, as reported. */
@@ -42,7 +47,9 @@ public final class MeteredKvStore implements KvStore {
         RESTORE,
         CLONE,
         DROP_SNAPSHOTS,
-        TABLE
+        TABLE,
+        FETCH_FILTER,
+        TTL
     }
 
     private final KvStore delegate;
@@ -137,16 +144,24 @@ public final class MeteredKvStore implements KvStore {
 
     @Override
     public CompletableFuture<WriteResult> writeAsync(WriteBatch batch) {
-        Meter meter = meters.get(Kind.WRITE);
+        return timedAsync(Kind.WRITE, () -> delegate.writeAsync(batch));
+    }
+
+    /** Times an asynchronous call from its start until its future completes. */
+    private <T> CompletableFuture<T> timedAsync(Kind kind, Supplier<CompletableFuture<T>> call) {
+        Meter meter = meters.get(kind);
         long start = System.nanoTime();
-        return delegate.writeAsync(batch)
+        return call.get()
                 .whenComplete(
                         (result, error) -> {
                             if (error != null) {
                                 meter.errors.inc();
                             }
                             meter.count.inc();
-                            meter.latencyMicros.update((System.nanoTime() - start) / 1_000);
+                            long micros = (System.nanoTime() - start) / 1_000;
+                            synchronized (meter) {
+                                meter.latencyMicros.update(micros);
+                            }
                         });
     }
 
@@ -211,6 +226,75 @@ public final class MeteredKvStore implements KvStore {
     /** The shared store stays open for the other subtasks. */
     @Override
     public void close() {}
+
+    @Override
+    public Optional<Filters> filters() {
+        return delegate.filters()
+                .map(
+                        filters ->
+                                lease ->
+                                        timed(Kind.FETCH_FILTER, () -> filters.fetchFilter(lease)));
+    }
+
+    @Override
+    public Optional<Ttl> ttl() {
+        return delegate.ttl().map(MeteredTtl::new);
+    }
+
+    @Override
+    public Optional<Admin> admin() {
+        return delegate.admin().map(MeteredAdmin::new);
+    }
+
+    private final class MeteredTtl implements Ttl {
+        private final Ttl ttl;
+
+        MeteredTtl(Ttl ttl) {
+            this.ttl = ttl;
+        }
+
+        @Override
+        public void registerTtlStates(String table, List<TtlState> states) {
+            timed(
+                    Kind.TTL,
+                    () -> {
+                        ttl.registerTtlStates(table, states);
+                        return null;
+                    });
+        }
+
+        @Override
+        public CompletableFuture<Void> reportTtlTime(List<ShardLease> leases, long ttlTimeMillis) {
+            return timedAsync(Kind.TTL, () -> ttl.reportTtlTime(leases, ttlTimeMillis));
+        }
+    }
+
+    private final class MeteredAdmin implements Admin {
+        private final Admin admin;
+
+        MeteredAdmin(Admin admin) {
+            this.admin = admin;
+        }
+
+        @Override
+        public List<String> nodeAddresses() {
+            return admin.nodeAddresses();
+        }
+
+        @Override
+        public List<ShardStatus> describeShards(String table) {
+            return timed(Kind.TABLE, () -> admin.describeShards(table));
+        }
+
+        @Override
+        public TableExpiry describeExpiry(String table) {
+            return timed(Kind.TABLE, () -> admin.describeExpiry(table));
+        }
+
+        /** The shared store stays open for the other subtasks. */
+        @Override
+        public void close(Duration grace) {}
+    }
 
     private static final class Meter {
         final Counter count = new ThreadSafeSimpleCounter();

@@ -1,8 +1,8 @@
 package io.taishan.backend.remote;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -52,7 +52,7 @@ public final class SharedKvStores {
         synchronized (SharedKvStores.class) {
             Shared shared = SHARED.get(config);
             if (shared == null) {
-                shared = new Shared(config, GrpcKvStore.connect(config));
+                shared = new Shared(config, KvStores.connect(config));
                 SHARED.put(config, shared);
             }
             shared.references++;
@@ -85,11 +85,9 @@ public final class SharedKvStores {
         }
         // Nothing left in flight matters now (the write queues are closed, the drops drained):
         // no grace, or a hung server would hold the close for it.
-        if (shared.store instanceof GrpcKvStore grpc) {
-            grpc.close(Duration.ZERO);
-        } else {
-            shared.store.close();
-        }
+        shared.store
+                .admin()
+                .ifPresentOrElse(admin -> admin.close(Duration.ZERO), shared.store::close);
     }
 
     /** One subtask's share of a connection; close it exactly once. */

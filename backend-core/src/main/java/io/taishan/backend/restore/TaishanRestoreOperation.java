@@ -1,6 +1,5 @@
 package io.taishan.backend.restore;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardRestore;
@@ -172,12 +171,16 @@ public final class TaishanRestoreOperation<K> {
      *
      * @return whether the table was dropped
      */
-    public static boolean dropIfUnused(GrpcKvStore store, String table, KeyGroupRange range) {
+    public static boolean dropIfUnused(KvStore store, String table, KeyGroupRange range) {
+        // Without the admin facet the shards opened cannot be told: keep the table.
+        if (store.admin().isEmpty()) {
+            return false;
+        }
         try {
             if (!store.listSnapshots(table).isEmpty()) {
                 return false;
             }
-            for (ShardStatus shard : store.describeShards(table)) {
+            for (ShardStatus shard : store.admin().get().describeShards(table)) {
                 if (shard.epoch() > 0 && !range.contains(shard.shard())) {
                     return false;
                 }

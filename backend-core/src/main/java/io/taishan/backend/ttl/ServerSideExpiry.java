@@ -1,8 +1,8 @@
 package io.taishan.backend.ttl;
 
+import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TtlState;
-import io.taishan.kv.client.TtlStore;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
 public final class ServerSideExpiry implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ServerSideExpiry.class);
 
-    @Nullable private final TtlStore store;
+    @Nullable private final KvStore.Ttl store;
     private final String table;
     private final List<ShardLease> leases;
     private final TtlTimeProvider clock;
@@ -42,7 +42,7 @@ public final class ServerSideExpiry implements AutoCloseable {
      * @param store null when the client cannot do it: nothing is sent
      */
     public ServerSideExpiry(
-            @Nullable TtlStore store,
+            @Nullable KvStore.Ttl store,
             String table,
             List<ShardLease> leases,
             TtlTimeProvider clock) {

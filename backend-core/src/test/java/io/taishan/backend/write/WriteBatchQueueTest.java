@@ -12,9 +12,9 @@ import io.taishan.cache.CacheType;
 import io.taishan.cache.StateCache;
 import io.taishan.cache.StateCacheRegistry;
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.WriteBatch;
@@ -50,7 +50,7 @@ class WriteBatchQueueTest {
     @BeforeAll
     static void startServer() {
         server = EmbeddedKvServer.start();
-        store = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        store = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
         scheduler = Executors.newSingleThreadScheduledExecutor();
     }
 

@@ -3,8 +3,9 @@ package io.taishan.benchmarks.job;
 import com.google.gson.GsonBuilder;
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TtlState;
 import io.taishan.kv.client.WriteBatch;
@@ -55,9 +56,8 @@ public final class SweepCostProbe {
                                         .dataDir(dir)
                                         .ttlSweepInterval(Duration.ofHours(1))
                                         .build());
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(server.address()).build())) {
+                KvStore kv =
+                        KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
             kv.createTable(TABLE, SHARDS);
             List<ShardLease> leases = new ArrayList<>();
             for (int s = 0; s < SHARDS; s++) {
@@ -65,8 +65,11 @@ public final class SweepCostProbe {
             }
             long written = System.currentTimeMillis();
             long bytes = load(kv, leases, entries, written);
-            kv.registerTtlStates(
-                    TABLE, List.of(new TtlState(STATE_ID, TTL_MILLIS, TtlState.Layout.VALUE, 0)));
+            kv.ttl()
+                    .orElseThrow()
+                    .registerTtlStates(
+                            TABLE,
+                            List.of(new TtlState(STATE_ID, TTL_MILLIS, TtlState.Layout.VALUE, 0)));
             // Reopening flushes each shard's memtable: the sweeps read SST files, as a large store.
             server.storage().closeAllIdleStores();
             leases.clear();
@@ -76,10 +79,10 @@ public final class SweepCostProbe {
             result.addProperty("bytes", bytes);
             ExpirySweeper sweeper = new ExpirySweeper(server.storage(), Duration.ofHours(1), 0);
             JsonArray passes = new JsonArray();
-            kv.reportTtlTime(leases, written).get();
+            kv.ttl().orElseThrow().reportTtlTime(leases, written).get();
             passes.add(pass("no entry expired", sweeper));
             passes.add(pass("no entry expired (again, warm)", sweeper));
-            kv.reportTtlTime(leases, written + TTL_MILLIS + 1).get();
+            kv.ttl().orElseThrow().reportTtlTime(leases, written + TTL_MILLIS + 1).get();
             passes.add(pass("every entry expired", sweeper));
             passes.add(pass("after the deletes (tombstones)", sweeper));
             result.add("passes", passes);
@@ -93,7 +96,7 @@ public final class SweepCostProbe {
         System.exit(0);
     }
 
-    private static long load(GrpcKvStore kv, List<ShardLease> leases, long entries, long ts) {
+    private static long load(KvStore kv, List<ShardLease> leases, long entries, long ts) {
         SplittableRandom random = new SplittableRandom(8);
         long bytes = 0;
         WriteBatch batch = new WriteBatch(TABLE);

@@ -1,8 +1,8 @@
 package io.taishan.benchmarks.kv;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -29,7 +29,7 @@ final class JmhKvServer implements AutoCloseable {
         Path data = Files.createDirectories(dir.resolve("data"));
         ChildKvServer server = ChildKvServer.start(data, dir.resolve("kv-server.log"));
         KvStore store =
-                GrpcKvStore.connect(
+                KvStores.connect(
                         KvClientConfig.forAddresses(server.address())
                                 .requestTimeout(Duration.ofMinutes(1))
                                 .build());

@@ -1,8 +1,8 @@
 package io.taishan.benchmarks.kv;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.NodeHealth;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -52,7 +52,7 @@ public final class KvServiceBenchmark {
         boolean succeeded = false;
         try (ServerUnderTest server = ServerUnderTest.start(options, dataDir);
                 KvStore store =
-                        GrpcKvStore.connect(
+                        KvStores.connect(
                                 KvClientConfig.forAddresses(server.address())
                                         .requestTimeout(Duration.ofMinutes(5))
                                         .build())) {

@@ -1,8 +1,9 @@
 package io.taishan.it.soak;
 
 import io.taishan.it.harness.RunningJob;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
 import java.io.BufferedWriter;
@@ -74,7 +75,7 @@ final class SoakSampler implements AutoCloseable {
     private final Path dataDir;
     private final Path jobCheckpointDir;
     private final long liveHeapEveryNanos;
-    private final GrpcKvStore kv;
+    private final KvStore kv;
     private final JvmProbe server;
     private final JvmProbe flink;
     private final SoakCurve curve = new SoakCurve(COLUMNS);
@@ -108,7 +109,7 @@ final class SoakSampler implements AutoCloseable {
         this.jobCheckpointDir = jobCheckpointDir;
         this.liveHeapEveryNanos = liveHeapEveryNanos;
         this.startNanos = startNanos;
-        this.kv = GrpcKvStore.connect(KvClientConfig.forAddresses(kvAddress).build());
+        this.kv = KvStores.connect(KvClientConfig.forAddresses(kvAddress).build());
         this.server = JvmProbe.attach("kv-server", serverPid);
         this.flink = JvmProbe.self();
         Files.createDirectories(csvFile.getParent());

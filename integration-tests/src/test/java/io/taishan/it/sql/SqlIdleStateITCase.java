@@ -5,9 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.taishan.it.harness.ItCluster;
 import io.taishan.it.harness.TaishanBackendFixture;
 import io.taishan.kv.client.CloseableIterator;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotNotFoundException;
 import io.taishan.kv.client.TableInfo;
@@ -94,9 +95,8 @@ class SqlIdleStateITCase {
         try (TaishanBackendFixture backend =
                         TaishanBackendFixture.start(
                                 workDir.resolve("backend"), "--config", serverConfig.toString());
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(address(backend)).build())) {
+                KvStore kv =
+                        KvStores.connect(KvClientConfig.forAddresses(address(backend)).build())) {
             Configuration config = backend.configuration();
             config.setString("taishan.ttl.clock-report-interval", "200ms");
             JobClient job = submit(cluster, taishan, config);
@@ -311,8 +311,7 @@ class SqlIdleStateITCase {
      * each shard snapshot is cloned into a scratch table and scanned there, so the job's own leases
      * are untouched.
      */
-    private static long entriesContaining(
-            GrpcKvStore kv, JobID job, long checkpointId, String token) {
+    private static long entriesContaining(KvStore kv, JobID job, long checkpointId, String token) {
         byte[] needle = token.getBytes(StandardCharsets.UTF_8);
         long count = 0;
         for (TableInfo table : kv.listTables()) {

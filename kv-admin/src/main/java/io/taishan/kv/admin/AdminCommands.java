@@ -1,6 +1,6 @@
 package io.taishan.kv.admin;
 
-import io.taishan.kv.client.GrpcKvStore;
+import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
@@ -26,11 +26,14 @@ final class AdminCommands {
     static final int EXIT_FAILED = 1;
     static final int EXIT_NOT_CONFIRMED = 3;
 
-    private final GrpcKvStore kv;
+    private final KvStore kv;
+    private final KvStore.Admin admin;
     private final PrintStream out;
 
-    AdminCommands(GrpcKvStore kv, PrintStream out) {
+    AdminCommands(KvStore kv, PrintStream out) {
         this.kv = kv;
+        // The client of KvStores.connect has every facet.
+        this.admin = kv.admin().orElseThrow();
         this.out = out;
     }
 
@@ -108,10 +111,10 @@ final class AdminCommands {
         TableInfo info = table(name);
         List<SnapshotInfo> snapshots = kv.listSnapshots(name);
         Map<Integer, ShardStatus> statuses = new TreeMap<>();
-        for (ShardStatus status : kv.describeShards(name)) {
+        for (ShardStatus status : admin.describeShards(name)) {
             statuses.put(status.shard(), status);
         }
-        List<String> nodes = kv.nodeAddresses();
+        List<String> nodes = admin.nodeAddresses();
         out.println("table    " + info.name());
         out.println("shards   " + info.shardCount());
         out.println("created  " + Formats.instant(info.createdAtMillis()));
@@ -170,7 +173,7 @@ final class AdminCommands {
                         + all.pinned()
                         + " pinned, "
                         + Formats.size(all.bytes()));
-        printExpiry(kv.describeExpiry(name));
+        printExpiry(admin.describeExpiry(name));
         return EXIT_OK;
     }
 

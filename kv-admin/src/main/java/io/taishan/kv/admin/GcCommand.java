@@ -1,6 +1,6 @@
 package io.taishan.kv.admin;
 
-import io.taishan.kv.client.GrpcKvStore;
+import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
@@ -32,12 +32,14 @@ final class GcCommand {
      */
     private static final int DROP_THREADS = 8;
 
-    private final GrpcKvStore kv;
+    private final KvStore kv;
+    private final KvStore.Admin admin;
     private final PrintStream out;
     private final GcOptions options;
 
-    GcCommand(GrpcKvStore kv, PrintStream out, GcOptions options) {
+    GcCommand(KvStore kv, PrintStream out, GcOptions options) {
         this.kv = kv;
+        this.admin = kv.admin().orElseThrow();
         this.out = out;
         this.options = options;
     }
@@ -108,7 +110,7 @@ final class GcCommand {
     /** -1 when some node does not tell (a kv-server from before ShardStatus had it). */
     private long lastActiveMillis(TableInfo info) {
         long newest = info.createdAtMillis();
-        for (ShardStatus shard : kv.describeShards(info.name())) {
+        for (ShardStatus shard : admin.describeShards(info.name())) {
             if (shard.lastActiveMillis() < 0) {
                 return -1;
             }

@@ -1,9 +1,10 @@
 package io.taishan.kv.admin;
 
 import io.taishan.kv.client.AuthenticationException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.KvUnavailableException;
 import java.io.PrintStream;
 import java.util.Map;
@@ -58,9 +59,9 @@ public final class KvAdminMain {
             err.print(usage());
             return EXIT_USAGE;
         }
-        GrpcKvStore kv;
+        KvStore kv;
         try {
-            kv = GrpcKvStore.connect(config);
+            kv = KvStores.connect(config);
         } catch (AuthenticationException e) {
             err.println(NAME + ": not accepted by " + parsed.addresses() + ": " + oneLine(e));
             return AdminCommands.EXIT_FAILED;

@@ -2,8 +2,9 @@ package io.taishan.kv.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
@@ -40,7 +41,7 @@ class GcCommandTest {
     private static final Duration MIN_IDLE = Duration.ofMillis(1500);
 
     private static EmbeddedKvServer server;
-    private static GrpcKvStore kv;
+    private static KvStore kv;
 
     @TempDir Path temp;
 
@@ -53,7 +54,7 @@ class GcCommandTest {
     @BeforeAll
     static void start() {
         server = EmbeddedKvServer.start();
-        kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        kv = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
     }
 
     @AfterAll

@@ -2,8 +2,9 @@ package io.taishan.kv.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TtlState;
@@ -30,7 +31,7 @@ import org.junit.jupiter.api.Timeout;
 /** The admin CLI in-process against a real server, its effects checked through a client. */
 class KvAdminMainTest {
     private static EmbeddedKvServer server;
-    private static GrpcKvStore kv;
+    private static KvStore kv;
 
     /** A fresh table per test: two shards with snapshots 1 (unpinned), 2 (pinned), 3. */
     private String table;
@@ -42,7 +43,7 @@ class KvAdminMainTest {
                         KvServerConfig.builder()
                                 .ttlSweepInterval(java.time.Duration.ofMillis(50))
                                 .build());
-        kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        kv = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
     }
 
     @AfterAll
@@ -121,15 +122,18 @@ class KvAdminMainTest {
         assertThat(admin("describe", table).out).contains("no state with a TTL registered");
 
         int state = 0x0abcdef1;
-        kv.registerTtlStates(table, List.of(new TtlState(state, 60_000, TtlState.Layout.VALUE, 0)));
+        kv.ttl()
+                .orElseThrow()
+                .registerTtlStates(
+                        table, List.of(new TtlState(state, 60_000, TtlState.Layout.VALUE, 0)));
         ShardLease lease = kv.openShard(table, 0);
         byte[] key = java.nio.ByteBuffer.allocate(5).putInt(state).put((byte) 1).array();
         kv.write(
                 new WriteBatch(table)
                         .put(lease, key, java.nio.ByteBuffer.allocate(8).putLong(0).array()));
-        kv.reportTtlTime(List.of(lease), 120_000).get();
+        kv.ttl().orElseThrow().reportTtlTime(List.of(lease), 120_000).get();
         long deadline = System.nanoTime() + 30_000_000_000L;
-        while (kv.describeExpiry(table).expiredEntries() == 0) {
+        while (kv.admin().orElseThrow().describeExpiry(table).expiredEntries() == 0) {
             assertThat(System.nanoTime()).as("a sweep within 30 s").isLessThan(deadline);
             Thread.sleep(50);
         }

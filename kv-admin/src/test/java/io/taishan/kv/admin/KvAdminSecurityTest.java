@@ -2,9 +2,10 @@ package io.taishan.kv.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
 import io.taishan.kv.testing.TestCertificates;
@@ -47,8 +48,8 @@ class KvAdminSecurityTest {
                                 .tlsKeyFile(certs.server().keyFile())
                                 .authTokenFile(tokens)
                                 .build());
-        try (GrpcKvStore kv =
-                GrpcKvStore.connect(
+        try (KvStore kv =
+                KvStores.connect(
                         KvClientConfig.forAddresses(server.address())
                                 .tls(KvClientTls.trusting(certs.caCert()))
                                 .token(ADMIN)

@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What every channel of one client is built with: TLS or plaintext, and the bearer token. Made once
- * per {@link GrpcKvStore#connect}: the PEM files are read and checked there, and one {@link
+ * per {@link KvStores#connect}: the PEM files are read and checked there, and one {@link
  * SslContext} serves every channel to every node.
  */
 final class ChannelSecurity {

@@ -93,13 +93,14 @@ import javax.annotation.Nullable;
  * <p>Two writes in flight at once (see {@link #writeAsync}) have no order between them, even for
  * the same shard; a caller that needs per-shard order waits for one before sending the next.
  *
- * <p>It is also the {@link ShardFilterStore}: each shard's Bloom filter is fetched from its owner
- * as a stream of chunks decoded straight into off-heap memory.
+ * <p>It has every facet of a {@link KvStore}, each being this object: {@link Filters} (each shard's
+ * Bloom filter is fetched from its owner as a stream of chunks decoded straight into off-heap
+ * memory), {@link Ttl} and {@link Admin}. Callers reach it through {@link KvStores#connect}.
  *
  * <p>Keys passed to reads are wrapped, not copied: they must not change until the call returns.
  * Thread-safe.
  */
-public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
+final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStore.Admin {
     private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
     private static final long CLOSE_GRACE_MILLIS = 5_000;
 
@@ -126,19 +127,8 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         this.retryScheduler = retryScheduler;
     }
 
-    /**
-     * Asks the seeds, in order, for the cluster's node list and limits, connects to every node and
-     * checks that all of them agree on the node list.
-     *
-     * @throws KvUnavailableException naming the addresses when no seed (or some node) answers
-     *     within the configured timeout and attempts
-     * @throws KvException when the nodes disagree about the cluster
-     * @throws AuthenticationException when the server does not accept the token, or the TLS
-     *     handshake fails
-     * @throws IllegalArgumentException naming the file when a TLS file of the config is missing,
-     *     unreadable or malformed
-     */
-    public static GrpcKvStore connect(KvClientConfig config) {
+    /** See {@link KvStores#connect}. */
+    static GrpcKvStore connect(KvClientConfig config) {
         ChannelSecurity security = ChannelSecurity.of(config);
         ScheduledExecutorService scheduler =
                 Executors.newSingleThreadScheduledExecutor(
@@ -167,7 +157,22 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         }
     }
 
-    /** The nodes in shard-map order, as this client reaches them. */
+    @Override
+    public Optional<Filters> filters() {
+        return Optional.of(this);
+    }
+
+    @Override
+    public Optional<Ttl> ttl() {
+        return Optional.of(this);
+    }
+
+    @Override
+    public Optional<Admin> admin() {
+        return Optional.of(this);
+    }
+
+    @Override
     public List<String> nodeAddresses() {
         List<String> addresses = new ArrayList<>(nodes.size());
         for (KvNode node : nodes) {
@@ -1168,10 +1173,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         }
     }
 
-    /**
-     * Every shard of the table that some node has touched, with its epoch and filter state, in
-     * shard order (admin and tests; one call per node).
-     */
+    @Override
     public List<ShardStatus> describeShards(String table) {
         ensureOpen();
         DescribeShardsRequest request = DescribeShardsRequest.newBuilder().setTable(table).build();
@@ -1189,7 +1191,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         return result;
     }
 
-    /** The table's server-side expiry, summed over the nodes. */
+    @Override
     public TableExpiry describeExpiry(String table) {
         ensureOpen();
         DescribeShardsRequest request = DescribeShardsRequest.newBuilder().setTable(table).build();
@@ -1267,11 +1269,7 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
         close(Duration.ofMillis(CLOSE_GRACE_MILLIS));
     }
 
-    /**
-     * Closes, giving calls in flight up to {@code grace} to finish before they are cancelled. A
-     * caller that has nothing left in flight it cares about (a state backend after its own drain)
-     * passes {@link Duration#ZERO}: a hung server then cannot hold the close.
-     */
+    @Override
     public void close(Duration grace) {
         if (!closed.compareAndSet(false, true)) {
             return;

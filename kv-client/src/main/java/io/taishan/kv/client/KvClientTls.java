@@ -13,8 +13,8 @@ import javax.annotation.Nullable;
  * <p>The server's certificate must name the host the client dials (as given in the seed addresses
  * and the server's {@code cluster.nodes}) in its subject alternative names: gRPC verifies the host
  * name. The files are read when the client connects; a file that is missing, unreadable or
- * malformed, or a key that does not belong to its certificate, fails {@link GrpcKvStore#connect}
- * with an {@link IllegalArgumentException} naming the file.
+ * malformed, or a key that does not belong to its certificate, fails {@link KvStores#connect} with
+ * an {@link IllegalArgumentException} naming the file.
  */
 public final class KvClientTls {
     @Nullable private final Path trustCertFile;

@@ -2,6 +2,7 @@ package io.taishan.kv.client;
 
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.protocol.ScanRange;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -9,7 +10,12 @@ import javax.annotation.Nullable;
 
 /**
  * The Taishan KV service as the state backend sees it: tables of fixed shard count, shard ownership
- * by epoch, reads and ordered batched writes per shard, and per-shard snapshots.
+ * by epoch, reads and ordered batched writes per shard, and per-shard snapshots. {@link
+ * KvStores#connect} gives the gRPC implementation.
+ *
+ * <p>Abilities that not every implementation has are facets, as in Caffeine's {@code Policy}:
+ * {@link #filters()}, {@link #ttl()} and {@link #admin()} answer empty unless the store has them,
+ * so a decorator passes on (and can meter) each one, and no caller needs to cast.
  *
  * <p>Every method may throw a {@link KvException}; the subclasses name the cases a caller can act
  * on ({@link TableNotFoundException}, {@link FencedException}, {@link SnapshotNotFoundException},
@@ -128,4 +134,88 @@ public interface KvStore extends AutoCloseable {
 
     @Override
     void close();
+
+    // ---- facets
+
+    /** The server's Bloom filters of leased shards, if this store can fetch them. */
+    default Optional<Filters> filters() {
+        return Optional.empty();
+    }
+
+    /** Server-side expiry of TTL'd state, if this store can drive it. */
+    default Optional<Ttl> ttl() {
+        return Optional.empty();
+    }
+
+    /** What operators and tools need beyond the data path, if this store offers it. */
+    default Optional<Admin> admin() {
+        return Optional.empty();
+    }
+
+    /**
+     * The server's Bloom filters of leased shards: what a client-side {@code LoadingFilter}
+     * (taishan-bloom) loads.
+     *
+     * <p>How a client keeps its copy right (the rest is {@code LoadingFilter}'s protocol): call
+     * {@code beginLoad()} first, then {@link #fetchFilter}; for a re-fetch, send it only after the
+     * writes made before {@code beginLoad()} were acknowledged, since the server's copy contains
+     * exactly the writes it acknowledged before the fetch arrived (and possibly some concurrent
+     * ones). The server reports its filter version with every write ({@link
+     * WriteResult#filterVersion}); a version other than the loaded one means it rebuilt, and a
+     * fetch gives a more precise copy. The old copy stays correct.
+     */
+    interface Filters {
+
+        /**
+         * A copy of the shard's current filter and its version; blocking, with the client's
+         * deadline and retries of an idempotent read. The caller owns the returned filter (off-heap
+         * memory).
+         *
+         * @throws FilterUnavailableException while the server has no filter it can vouch for (not
+         *     retried: try again later)
+         * @throws FencedException if the lease is stale
+         * @throws KvException for the other failures of a data call
+         */
+        ShardFilter fetchFilter(ShardLease lease);
+    }
+
+    /**
+     * Server-side expiry of TTL'd state: a backend tells the server which of its table's states
+     * have a TTL, and keeps reporting its TTL clock for the shards it owns; the server deletes
+     * expired entries in the background by that clock, never its own.
+     */
+    interface Ttl {
+
+        /** Registers states with a TTL on every node (idempotent; a longer TTL wins). */
+        void registerTtlStates(String table, List<TtlState> states);
+
+        /**
+         * Reports the owner's TTL time for its shards (all of one table); fails with {@link
+         * FencedException} for a stale lease.
+         */
+        CompletableFuture<Void> reportTtlTime(List<ShardLease> leases, long ttlTimeMillis);
+    }
+
+    /** What operators and tools need beyond the data path: the cluster's layout and state. */
+    interface Admin {
+
+        /** The nodes in shard-map order, as this client reaches them. */
+        List<String> nodeAddresses();
+
+        /**
+         * Every shard of the table that some node has touched, with its epoch, filter state and
+         * last activity, in shard order (one call per node).
+         */
+        List<ShardStatus> describeShards(String table);
+
+        /** The table's server-side expiry, summed over the nodes. */
+        TableExpiry describeExpiry(String table);
+
+        /**
+         * Closes the store, giving calls in flight up to {@code grace} to finish before they are
+         * cancelled. A caller that has nothing left in flight it cares about (a state backend after
+         * its own drain) passes {@link Duration#ZERO}: a hung server then cannot hold the close.
+         */
+        void close(Duration grace);
+    }
 }

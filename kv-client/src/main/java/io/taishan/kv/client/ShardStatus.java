@@ -1,7 +1,7 @@
 package io.taishan.kv.client;
 
 /**
- * What a node reports about one shard it owns ({@link GrpcKvStore#describeShards}): its epoch,
+ * What a node reports about one shard it owns ({@link KvStore.Admin#describeShards}): its epoch,
  * whether it is open, and its Bloom filter's state.
  *
  * @param epoch 0 if the shard was never opened

@@ -4,7 +4,7 @@ import java.util.List;
 
 /**
  * Server-side expiry of one table's TTL'd states, over every node ({@link
- * GrpcKvStore#describeExpiry}).
+ * KvStore.Admin#describeExpiry}).
  *
  * @param states the registered TTL'd states (a node's view; they agree)
  * @param expiredEntries entries the sweeps deleted since the nodes started

@@ -9,7 +9,7 @@ import java.util.OptionalLong;
  * version of each written shard's Bloom filter once the write was applied.
  *
  * @param filterVersions shard to filter version, for the written shards whose filter the server can
- *     serve (see {@link ShardFilterStore}); a shard is missing while its filter is unavailable
+ *     serve (see {@link KvStore.Filters}); a shard is missing while its filter is unavailable
  */
 public record WriteResult(List<SnapshotInfo> snapshots, Map<Integer, Long> filterVersions) {
     public static final WriteResult EMPTY = new WriteResult(List.of());

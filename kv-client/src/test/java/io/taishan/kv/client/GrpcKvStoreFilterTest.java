@@ -16,9 +16,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link GrpcKvStore} as a {@link ShardFilterStore}: the filter stream decoded from many chunks, a
- * stream broken half-way retried whole, unavailability and fencing typed and not retried, bad
- * streams refused, and the filter version of each written shard in the write result.
+ * {@link GrpcKvStore} as its {@link KvStore.Filters} facet: the filter stream decoded from many
+ * chunks, a stream broken half-way retried whole, unavailability and fencing typed and not retried,
+ * bad streams refused, and the filter version of each written shard in the write result.
  */
 class GrpcKvStoreFilterTest {
     private ScriptedCluster cluster;

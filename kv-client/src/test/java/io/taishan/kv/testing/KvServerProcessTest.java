@@ -4,8 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.KvUnavailableException;
 import io.taishan.kv.client.ScriptedKvServerMain;
 import io.taishan.kv.client.ShardLease;
@@ -33,8 +34,8 @@ class KvServerProcessTest {
                 args);
     }
 
-    private static GrpcKvStore connect(KvServerProcess server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(KvServerProcess server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(5))
                         .maxAttempts(2)
@@ -52,7 +53,7 @@ class KvServerProcessTest {
             assertThat(server.port()).isPositive();
             assertThat(server.address()).isEqualTo("127.0.0.1:" + server.port());
             assertThat(Files.isDirectory(dataDir)).isTrue();
-            try (GrpcKvStore store = connect(server)) {
+            try (KvStore store = connect(server)) {
                 store.createTable("t", 2);
                 assertThat(store.openShard("t", 1).epoch()).isEqualTo(1);
             }
@@ -76,7 +77,7 @@ class KvServerProcessTest {
     @Test
     void killLeavesClientsWithAnUnavailableErrorNamingTheAddress() {
         KvServerProcess server = startScripted(temp.resolve("data"));
-        try (GrpcKvStore store = connect(server)) {
+        try (KvStore store = connect(server)) {
             store.createTable("t", 1);
             ShardLease lease = store.openShard("t", 0);
 

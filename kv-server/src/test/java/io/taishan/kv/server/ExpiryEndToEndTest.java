@@ -4,8 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TtlState;
 import io.taishan.kv.client.WriteBatch;
@@ -26,14 +27,14 @@ class ExpiryEndToEndTest {
     private static final int STATE = 0x0abc0001;
 
     private EmbeddedKvServer server;
-    private GrpcKvStore kv;
+    private KvStore kv;
 
     @BeforeEach
     void start() {
         server =
                 EmbeddedKvServer.start(
                         KvServerConfig.builder().ttlSweepInterval(Duration.ofMillis(50)).build());
-        kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        kv = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
         kv.createTable("t", 2);
     }
 
@@ -45,7 +46,10 @@ class ExpiryEndToEndTest {
 
     @Test
     void expiredEntriesLeaveTheServerByTheOwnersClock() throws Exception {
-        kv.registerTtlStates("t", List.of(new TtlState(STATE, 1_000, TtlState.Layout.VALUE, 0)));
+        kv.ttl()
+                .orElseThrow()
+                .registerTtlStates(
+                        "t", List.of(new TtlState(STATE, 1_000, TtlState.Layout.VALUE, 0)));
         ShardLease lease = kv.openShard("t", 1);
         kv.write(
                 new WriteBatch("t")
@@ -53,11 +57,11 @@ class ExpiryEndToEndTest {
                         .put(lease, key("fresh"), value(9_500)));
 
         // The server's own clock is far past both: only the owner's clock counts.
-        kv.reportTtlTime(List.of(lease), 5_000).get();
+        kv.ttl().orElseThrow().reportTtlTime(List.of(lease), 5_000).get();
         awaitGone(lease, key("old"));
         assertThat(kv.get(lease, key("fresh"))).isNotNull();
 
-        kv.reportTtlTime(List.of(lease), 10_500).get();
+        kv.ttl().orElseThrow().reportTtlTime(List.of(lease), 10_500).get();
         awaitGone(lease, key("fresh"));
     }
 
@@ -65,7 +69,7 @@ class ExpiryEndToEndTest {
     void aZombiesClockIsFenced() throws Exception {
         ShardLease zombie = kv.openShard("t", 0);
         kv.openShard("t", 0);
-        assertThatThrownBy(() -> kv.reportTtlTime(List.of(zombie), 1).get())
+        assertThatThrownBy(() -> kv.ttl().orElseThrow().reportTtlTime(List.of(zombie), 1).get())
                 .isInstanceOf(ExecutionException.class)
                 .hasCauseInstanceOf(FencedException.class);
     }

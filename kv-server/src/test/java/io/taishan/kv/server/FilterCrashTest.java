@@ -9,8 +9,9 @@ import io.taishan.bloom.FilterSizing;
 import io.taishan.bloom.KeyHash;
 import io.taishan.bloom.RebuildingFilter;
 import io.taishan.kv.client.FilterUnavailableException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardStatus;
@@ -53,7 +54,7 @@ class FilterCrashTest {
         KvServerProcess first =
                 KvServerProcess.start(data, config("wal.enabled = true\nstores.max-open = 1\n"));
         port = first.port();
-        try (GrpcKvStore kv = connect(first)) {
+        try (KvStore kv = connect(first)) {
             kv.createTable(TABLE, 2);
             lease = kv.openShards(TABLE, new int[] {0}, "a", false).get(0);
             ShardLease other = kv.openShards(TABLE, new int[] {1}, "b", false).get(0);
@@ -62,7 +63,7 @@ class FilterCrashTest {
             FilterEndToEndTest.await(
                     "shard 0 to be closed with its filter saved",
                     () ->
-                            kv.describeShards(TABLE).get(0).filterState()
+                            kv.admin().orElseThrow().describeShards(TABLE).get(0).filterState()
                                     == ShardStatus.FilterState.SAVED);
             try (RebuildingFilter stale = readSaved(savedFilter)) {
                 assertThat(absent(stale, before)).isEmpty();
@@ -85,7 +86,7 @@ class FilterCrashTest {
                                                 "wal.enabled = true\n"
                                                         + "filter.max-memory-bytes = 1k\n"),
                                         port));
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertThat(second.recentOutput()).contains("leases stay valid");
             assertThat(s(kv.get(lease, b(after.get(0))))).isEqualTo("v");
             // Unavailable from the first fetch on; the reason names the memory limit once the
@@ -93,7 +94,8 @@ class FilterCrashTest {
             long deadline = System.nanoTime() + 30_000_000_000L;
             String reason;
             do {
-                Throwable failure = catchThrowable(() -> kv.fetchFilter(lease));
+                Throwable failure =
+                        catchThrowable(() -> kv.filters().orElseThrow().fetchFilter(lease));
                 assertThat(failure)
                         .isInstanceOf(FilterUnavailableException.class)
                         .hasMessageContaining("table 't' shard 0 (epoch " + lease.epoch() + ")");
@@ -104,14 +106,14 @@ class FilterCrashTest {
             } while (!reason.contains("filter.max-memory-bytes 1024")
                     && System.nanoTime() < deadline);
             assertThat(reason).contains("filter.max-memory-bytes 1024");
-            assertThat(kv.describeShards(TABLE).get(0).filterState())
+            assertThat(kv.admin().orElseThrow().describeShards(TABLE).get(0).filterState())
                     .isEqualTo(ShardStatus.FilterState.UNAVAILABLE);
         }
 
         try (KvServerProcess third =
                         KvServerProcess.start(
                                 data, withPort(config("wal.enabled = true\n"), port));
-                GrpcKvStore kv = connect(third)) {
+                KvStore kv = connect(third)) {
             List<String> all = new ArrayList<>(before);
             all.addAll(after);
             try (ShardFilter filter = FilterEndToEndTest.fetch(kv, lease)) {
@@ -165,8 +167,8 @@ class FilterCrashTest {
         return withPort;
     }
 
-    private static GrpcKvStore connect(KvServerProcess server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(KvServerProcess server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .build());

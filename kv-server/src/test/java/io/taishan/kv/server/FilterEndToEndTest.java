@@ -10,8 +10,9 @@ import io.taishan.bloom.BloomFilter;
 import io.taishan.bloom.KeyHash;
 import io.taishan.kv.client.FencedException;
 import io.taishan.kv.client.FilterUnavailableException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
@@ -43,10 +44,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The filters through the real gRPC service and {@link GrpcKvStore}: never a false negative for a
- * key the model says is live, at every step of a random history of writes, deletes, snapshots,
- * restores, idle closes and restarts; the lease check; a large filter fetched in chunks; the
- * versions a writer learns; what describe and health report; drop and re-create.
+ * The filters through the real gRPC service and client ({@link KvStores}): never a false negative
+ * for a key the model says is live, at every step of a random history of writes, deletes,
+ * snapshots, restores, idle closes and restarts; the lease check; a large filter fetched in chunks;
+ * the versions a writer learns; what describe and health report; drop and re-create.
  */
 class FilterEndToEndTest {
     private static final String TABLE = "t";
@@ -69,8 +70,8 @@ class FilterEndToEndTest {
                         .build());
     }
 
-    private static GrpcKvStore connect(EmbeddedKvServer server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(EmbeddedKvServer server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .build());
@@ -81,11 +82,11 @@ class FilterEndToEndTest {
     }
 
     /** Fetches, waiting out FILTER_UNAVAILABLE as a client would (no timing assertion). */
-    static ShardFilter fetch(GrpcKvStore kv, ShardLease lease) {
+    static ShardFilter fetch(KvStore kv, ShardLease lease) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (true) {
             try {
-                return kv.fetchFilter(lease);
+                return kv.filters().orElseThrow().fetchFilter(lease);
             } catch (FilterUnavailableException e) {
                 assertThat(System.nanoTime() - deadline).as(e.getMessage()).isNegative();
                 sleep(20);
@@ -142,7 +143,7 @@ class FilterEndToEndTest {
             port = first.port();
         }
         EmbeddedKvServer server = start(port);
-        GrpcKvStore kv = connect(server);
+        KvStore kv = connect(server);
         try {
             kv.createTable(TABLE, 4);
             List<ShardModel> shards = new ArrayList<>();
@@ -238,19 +239,20 @@ class FilterEndToEndTest {
     @Test
     void aFetchUnderAStaleLeaseIsFenced() {
         try (EmbeddedKvServer server = start(0);
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable(TABLE, 2);
             ShardLease old = kv.openShard(TABLE, 1);
             kv.write(new WriteBatch(TABLE).put(old, b("a"), b("1")).snapshotMarker(old, 1, false));
             ShardLease reopened = kv.openShard(TABLE, 1);
 
-            assertThatThrownBy(() -> kv.fetchFilter(old))
+            assertThatThrownBy(() -> kv.filters().orElseThrow().fetchFilter(old))
                     .isInstanceOf(FencedException.class)
                     .hasMessageContaining("table 't' shard 1")
                     .hasMessageContaining("epoch " + old.epoch());
             ShardLease restored = kv.restore(TABLE, 1, 1);
-            assertThatThrownBy(() -> kv.fetchFilter(reopened)).isInstanceOf(FencedException.class);
-            try (ShardFilter fetched = kv.fetchFilter(restored)) {
+            assertThatThrownBy(() -> kv.filters().orElseThrow().fetchFilter(reopened))
+                    .isInstanceOf(FencedException.class);
+            try (ShardFilter fetched = kv.filters().orElseThrow().fetchFilter(restored)) {
                 assertThat(fetched.lease()).isEqualTo(restored);
                 assertThat(fetched.filter().mightContain(hash("a"))).isTrue();
             }
@@ -263,7 +265,7 @@ class FilterEndToEndTest {
         int keys = 1_000_000;
         FilterOptions precise = new FilterOptions(0.0001, 64L << 20, 256L << 20, 1, 0, 4);
         try (EmbeddedKvServer server = start(0, precise);
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable(TABLE, 1);
             ShardLease lease = kv.openShard(TABLE, 0);
             for (int from = 0; from < keys; from += 50_000) {
@@ -276,12 +278,12 @@ class FilterEndToEndTest {
             await(
                     "the rebuilds to catch up",
                     () -> {
-                        ShardStatus s = kv.describeShards(TABLE).get(0);
+                        ShardStatus s = kv.admin().orElseThrow().describeShards(TABLE).get(0);
                         return !s.rebuildRunning() && !s.rebuildQueued();
                     });
 
             long start = System.nanoTime();
-            try (ShardFilter fetched = kv.fetchFilter(lease)) {
+            try (ShardFilter fetched = kv.filters().orElseThrow().fetchFilter(lease)) {
                 long millis = (System.nanoTime() - start) / 1_000_000;
                 long bytes = fetched.filter().serializedSizeBytes();
                 System.out.printf(
@@ -343,7 +345,7 @@ class FilterEndToEndTest {
     @Test
     void aWriterLearnsOfARebuildFromItsWriteResults() {
         try (EmbeddedKvServer server = start(0);
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable(TABLE, 2);
             ShardLease lease = kv.openShard(TABLE, 0);
             WriteResult first = kv.write(new WriteBatch(TABLE).put(lease, b("a"), b("1")));
@@ -367,7 +369,7 @@ class FilterEndToEndTest {
                     kv.write(new WriteBatch(TABLE).delete(lease, b("zzz")))
                             .filterVersion(0)
                             .orElseThrow();
-            try (ShardFilter fetched = kv.fetchFilter(lease)) {
+            try (ShardFilter fetched = kv.filters().orElseThrow().fetchFilter(lease)) {
                 assertThat(fetched.version()).isGreaterThanOrEqualTo(reported);
             }
         }
@@ -376,7 +378,7 @@ class FilterEndToEndTest {
     @Test
     void describeAndHealthReportTheFilters() throws Exception {
         try (EmbeddedKvServer server = start(0);
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable(TABLE, 4);
             // Two writers: two stores, whose saved filters are files of their own.
             ShardLease s0 = kv.openShards(TABLE, new int[] {0}, "writer-0", false).get(0);
@@ -388,7 +390,7 @@ class FilterEndToEndTest {
             Files.delete(
                     StorageTestAccess.savedFiltersOf(server.storage().tableStore(TABLE).shard(1)));
 
-            List<ShardStatus> shards = kv.describeShards(TABLE);
+            List<ShardStatus> shards = kv.admin().orElseThrow().describeShards(TABLE);
             assertThat(shards).extracting(ShardStatus::shard).containsExactly(0, 1);
             ShardStatus open = shards.get(0);
             assertThat(open.open()).isTrue();
@@ -407,7 +409,7 @@ class FilterEndToEndTest {
             try (ShardFilter fetched = fetch(kv, reopened)) {
                 assertThat(fetched.filter().mightContain(hash("b"))).isTrue();
             }
-            assertThat(kv.describeShards(TABLE).get(1).filterState())
+            assertThat(kv.admin().orElseThrow().describeShards(TABLE).get(1).filterState())
                     .isEqualTo(ShardStatus.FilterState.AVAILABLE);
         }
     }
@@ -415,7 +417,7 @@ class FilterEndToEndTest {
     @Test
     void aDroppedAndRecreatedTableStartsWithAnEmptyFilter() {
         try (EmbeddedKvServer server = start(0);
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable(TABLE, 2);
             ShardLease old = kv.openShard(TABLE, 0);
             WriteBatch batch = new WriteBatch(TABLE);
@@ -429,8 +431,9 @@ class FilterEndToEndTest {
             assertThat(kv.health().get(0).filterBytes()).isZero();
             kv.createTable(TABLE, 2);
             ShardLease lease = kv.openShard(TABLE, 0);
-            assertThatThrownBy(() -> kv.fetchFilter(old)).isInstanceOf(FencedException.class);
-            try (ShardFilter fetched = kv.fetchFilter(lease)) {
+            assertThatThrownBy(() -> kv.filters().orElseThrow().fetchFilter(old))
+                    .isInstanceOf(FencedException.class);
+            try (ShardFilter fetched = kv.filters().orElseThrow().fetchFilter(lease)) {
                 int stale = 0;
                 for (int i = 0; i < 500; i++) {
                     stale += fetched.filter().mightContain(hash("old-" + i)) ? 1 : 0;
@@ -438,7 +441,7 @@ class FilterEndToEndTest {
                 assertThat(stale).isLessThan(25);
             }
             kv.write(new WriteBatch(TABLE).put(lease, b("old-1"), b("again")));
-            try (ShardFilter fetched = kv.fetchFilter(lease)) {
+            try (ShardFilter fetched = kv.filters().orElseThrow().fetchFilter(lease)) {
                 assertThat(fetched.filter().mightContain(hash("old-1"))).isTrue();
             }
         }

@@ -5,8 +5,9 @@ import static io.taishan.kv.server.KvStoreEndToEndTest.s;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.WriteBatch;
@@ -25,8 +26,8 @@ class KvServerProcessTest {
 
     @TempDir Path tmp;
 
-    private static GrpcKvStore connect(KvServerProcess server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(KvServerProcess server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .build());
@@ -38,7 +39,7 @@ class KvServerProcessTest {
         ShardLease lease;
         KvServerProcess first = KvServerProcess.start(data);
         try {
-            try (GrpcKvStore kv = connect(first)) {
+            try (KvStore kv = connect(first)) {
                 kv.createTable("t", 4);
                 lease = kv.openShard("t", 2);
                 kv.write(
@@ -56,7 +57,7 @@ class KvServerProcessTest {
         assertThat(first.recentOutput()).contains("shutting down").contains("stopped");
 
         try (KvServerProcess second = KvServerProcess.start(data);
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             // The WAL is off: only the flush on SIGTERM can have kept these.
             assertThat(s(kv.get(lease, b("a")))).isEqualTo("2");
             assertThat(s(kv.get(lease, b("l")))).isEqualTo("x,y");
@@ -71,7 +72,7 @@ class KvServerProcessTest {
         Path data = tmp.resolve("data");
         ShardLease lease;
         KvServerProcess first = KvServerProcess.start(data);
-        try (GrpcKvStore kv = connect(first)) {
+        try (KvStore kv = connect(first)) {
             kv.createTable("t", 1);
             lease = kv.openShard("t", 0);
             kv.write(
@@ -83,7 +84,7 @@ class KvServerProcessTest {
             first.kill();
         }
         try (KvServerProcess second = KvServerProcess.start(data);
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertThat(kv.listSnapshots("t", 0))
                     .extracting(SnapshotInfo::snapshotId)
                     .containsExactly(7L);
@@ -99,7 +100,7 @@ class KvServerProcessTest {
         Path config = Files.writeString(tmp.resolve("server.properties"), "wal.enabled = true\n");
         ShardLease lease;
         KvServerProcess first = KvServerProcess.start(data, "--config", config.toString());
-        try (GrpcKvStore kv = connect(first)) {
+        try (KvStore kv = connect(first)) {
             kv.createTable("t", 1);
             lease = kv.openShard("t", 0);
             kv.write(
@@ -110,7 +111,7 @@ class KvServerProcessTest {
             first.kill();
         }
         try (KvServerProcess second = KvServerProcess.start(data, "--config", config.toString());
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertThat(s(kv.get(lease, b("a")))).isEqualTo("logged");
             assertThat(s(kv.get(lease, b("l")))).isEqualTo("x");
         }

@@ -6,10 +6,11 @@ import static org.assertj.core.groups.Tuple.tuple;
 
 import io.taishan.kv.client.CloseableIterator;
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.LimitExceededException;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardLease;
@@ -39,13 +40,16 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 
-/** Every call of the {@code KvStore} API through {@link GrpcKvStore} against a real server. */
+/**
+ * Every call of the {@link KvStore} API through the gRPC client ({@link KvStores}) against a real
+ * server.
+ */
 class KvStoreEndToEndTest {
     private static final int MAX_KEY = 256;
     private static final int MAX_VALUE = 4096;
 
     private static EmbeddedKvServer server;
-    private static GrpcKvStore kv;
+    private static KvStore kv;
 
     @BeforeAll
     static void start() {
@@ -60,7 +64,7 @@ class KvStoreEndToEndTest {
                                 .writeBufferBytes(16 << 20)
                                 .build());
         kv =
-                GrpcKvStore.connect(
+                KvStores.connect(
                         KvClientConfig.forAddresses(server.address())
                                 .requestTimeout(Duration.ofSeconds(30))
                                 .build());

@@ -4,10 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.CloseableIterator;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.LimitExceededException;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TtlState;
@@ -43,7 +44,7 @@ class LargeValueEndToEndTest {
     private static final int STATE = 0x0abc0002;
 
     private EmbeddedKvServer server;
-    private GrpcKvStore kv;
+    private KvStore kv;
     private ShardLease lease;
 
     @BeforeEach
@@ -51,7 +52,7 @@ class LargeValueEndToEndTest {
         server =
                 EmbeddedKvServer.start(
                         KvServerConfig.builder().ttlSweepInterval(Duration.ofMillis(50)).build());
-        kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        kv = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
         kv.createTable("t", 4);
         lease = kv.openShard("t", 1);
     }
@@ -193,14 +194,17 @@ class LargeValueEndToEndTest {
 
     @Test
     void aLargeValueExpiresOnTheServer() throws Exception {
-        kv.registerTtlStates("t", List.of(new TtlState(STATE, 1_000, TtlState.Layout.VALUE, 0)));
+        kv.ttl()
+                .orElseThrow()
+                .registerTtlStates(
+                        "t", List.of(new TtlState(STATE, 1_000, TtlState.Layout.VALUE, 0)));
         byte[] old = ttlValue(100, 20 * MIB);
         byte[] fresh = ttlValue(9_500, 3 * MIB);
         kv.write(
                 new WriteBatch("t")
                         .put(lease, ttlKey("old"), old)
                         .put(lease, ttlKey("fresh"), fresh));
-        kv.reportTtlTime(List.of(lease), 5_000).get();
+        kv.ttl().orElseThrow().reportTtlTime(List.of(lease), 5_000).get();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (kv.get(lease, ttlKey("old")) != null) {
             assertThat(System.nanoTime()).as("expired within 20 s").isLessThan(deadline);
@@ -218,7 +222,7 @@ class LargeValueEndToEndTest {
                                 .maxValueBytes(4 * MIB)
                                 .maxInlineValueBytes(MIB)
                                 .build());
-        kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        kv = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
         kv.createTable("t", 4);
         lease = kv.openShard("t", 1);
 
@@ -253,7 +257,7 @@ class LargeValueEndToEndTest {
         server =
                 EmbeddedKvServer.start(
                         KvServerConfig.builder().largeValueMemoryBytes(12 * MIB).build());
-        kv = GrpcKvStore.connect(KvClientConfig.forAddresses(server.address()).build());
+        kv = KvStores.connect(KvClientConfig.forAddresses(server.address()).build());
         kv.createTable("t", 4);
         lease = kv.openShard("t", 1);
         ShardLease other = kv.openShard("t", 2);

@@ -1,7 +1,8 @@
 package io.taishan.kv.server;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
 import java.nio.file.Files;
@@ -38,9 +39,8 @@ public final class LargeValueStallProbe {
             embedded = EmbeddedKvServer.start(KvServerConfig.builder().dataDir(dir).build());
             address = embedded.address();
         }
-        try (GrpcKvStore small = GrpcKvStore.connect(KvClientConfig.forAddresses(address).build());
-                GrpcKvStore big =
-                        GrpcKvStore.connect(KvClientConfig.forAddresses(address).build())) {
+        try (KvStore small = KvStores.connect(KvClientConfig.forAddresses(address).build());
+                KvStore big = KvStores.connect(KvClientConfig.forAddresses(address).build())) {
             String table = "stall_" + ProcessHandle.current().pid();
             small.createTable(table, 2);
             ShardLease reads = small.openShard(table, 0);
@@ -103,7 +103,7 @@ public final class LargeValueStallProbe {
         }
     }
 
-    private static byte[][] load(GrpcKvStore kv, ShardLease lease) {
+    private static byte[][] load(KvStore kv, ShardLease lease) {
         SplittableRandom random = new SplittableRandom(1);
         byte[][] keys = new byte[KEYS][];
         WriteBatch batch = new WriteBatch(lease.table());
@@ -122,7 +122,7 @@ public final class LargeValueStallProbe {
     }
 
     private static long[] measure(
-            GrpcKvStore kv, ShardLease lease, byte[][] keys, SplittableRandom random) {
+            KvStore kv, ShardLease lease, byte[][] keys, SplittableRandom random) {
         long[] nanos = new long[GETS];
         for (int i = 0; i < GETS; i++) {
             long start = System.nanoTime();

@@ -1,7 +1,8 @@
 package io.taishan.kv.server;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
 import java.nio.file.Files;
@@ -40,8 +41,8 @@ public final class ReadsUnderWritesProbe {
             embedded = EmbeddedKvServer.start(KvServerConfig.builder().dataDir(dir).build());
             address = embedded.address();
         }
-        try (GrpcKvStore kv =
-                GrpcKvStore.connect(
+        try (KvStore kv =
+                KvStores.connect(
                         KvClientConfig.forAddresses(address).readChannels(readChannels).build())) {
             String table = "probe_" + ProcessHandle.current().pid();
             kv.createTable(table, 2);
@@ -79,7 +80,7 @@ public final class ReadsUnderWritesProbe {
         }
     }
 
-    private static byte[][] load(GrpcKvStore kv, ShardLease lease) {
+    private static byte[][] load(KvStore kv, ShardLease lease) {
         SplittableRandom random = new SplittableRandom(1);
         byte[][] keys = new byte[KEYS][];
         WriteBatch batch = new WriteBatch(lease.table());
@@ -96,7 +97,7 @@ public final class ReadsUnderWritesProbe {
     }
 
     private static long[] measure(
-            GrpcKvStore kv, ShardLease lease, byte[][] keys, SplittableRandom random, int n) {
+            KvStore kv, ShardLease lease, byte[][] keys, SplittableRandom random, int n) {
         long[] nanos = new long[n];
         for (int i = 0; i < n; i++) {
             long start = System.nanoTime();
@@ -111,7 +112,7 @@ public final class ReadsUnderWritesProbe {
     }
 
     private static void writeUntil(
-            GrpcKvStore kv, ShardLease lease, AtomicBoolean stop, AtomicLong written) {
+            KvStore kv, ShardLease lease, AtomicBoolean stop, AtomicLong written) {
         SplittableRandom random = new SplittableRandom(3);
         while (!stop.get()) {
             WriteBatch batch = new WriteBatch(lease.table());

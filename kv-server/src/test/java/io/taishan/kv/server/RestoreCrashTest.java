@@ -4,8 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.WriteBatch;
@@ -49,7 +50,7 @@ class RestoreCrashTest {
             for (int round = 0; round < 6; round++) {
                 boolean half = round % 2 == 1;
                 List<ShardLease> before;
-                try (GrpcKvStore kv = connect(server)) {
+                try (KvStore kv = connect(server)) {
                     kv.createTableIfAbsent(TABLE, SHARDS);
                     before = kv.openShards(TABLE, allShards(), "writer-" + round, true);
                     write(kv, before, "old-" + round, 1);
@@ -60,7 +61,7 @@ class RestoreCrashTest {
                 for (int s : restored) {
                     restores.add(new ShardRestore(s, TABLE, 1));
                 }
-                GrpcKvStore restoring = connect(server);
+                KvStore restoring = connect(server);
                 String restorer = "restorer-" + round;
                 CompletableFuture<List<ShardLease>> call =
                         CompletableFuture.supplyAsync(
@@ -72,7 +73,7 @@ class RestoreCrashTest {
                 restoring.close();
                 server = KvServerProcess.start(data, "--port", Integer.toString(port));
 
-                try (GrpcKvStore kv = connect(server)) {
+                try (KvStore kv = connect(server)) {
                     for (ShardLease lease : before) {
                         assertThatThrownBy(() -> kv.get(lease, key(0)))
                                 .isInstanceOf(FencedException.class);
@@ -117,8 +118,7 @@ class RestoreCrashTest {
         System.out.println("restores that survived the kill (true) or not (false): " + outcomes);
     }
 
-    private static void write(
-            GrpcKvStore kv, List<ShardLease> leases, String value, long checkpoint) {
+    private static void write(KvStore kv, List<ShardLease> leases, String value, long checkpoint) {
         WriteBatch batch = new WriteBatch(TABLE);
         for (ShardLease lease : leases) {
             for (int k = 0; k < KEYS; k++) {
@@ -129,7 +129,7 @@ class RestoreCrashTest {
         kv.write(batch);
     }
 
-    private static String value(GrpcKvStore kv, ShardLease lease, int k) {
+    private static String value(KvStore kv, ShardLease lease, int k) {
         byte[] v = kv.get(lease, key(k));
         return v == null ? "<absent>" : new String(v, StandardCharsets.UTF_8);
     }
@@ -150,8 +150,8 @@ class RestoreCrashTest {
         return shards;
     }
 
-    private static GrpcKvStore connect(KvServerProcess server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(KvServerProcess server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .maxAttempts(1)

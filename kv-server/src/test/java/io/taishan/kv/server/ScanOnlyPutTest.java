@@ -5,9 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.bloom.KeyHash;
 import io.taishan.kv.client.CloseableIterator;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
@@ -40,9 +41,8 @@ class ScanOnlyPutTest {
         try (EmbeddedKvServer server =
                         EmbeddedKvServer.start(
                                 KvServerConfig.builder().dataDir(dataDir).port(0).build());
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(server.address()).build())) {
+                KvStore kv =
+                        KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
             kv.createTable("t", 4);
             ShardLease lease = kv.openShard("t", 2);
             WriteBatch batch = new WriteBatch("t");

@@ -6,8 +6,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableInfo;
@@ -31,8 +32,8 @@ class ServerRestartTest {
                         .build());
     }
 
-    private static GrpcKvStore connect(EmbeddedKvServer server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(EmbeddedKvServer server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .build());
@@ -43,7 +44,7 @@ class ServerRestartTest {
         TableInfo table;
         ShardLease before;
         try (EmbeddedKvServer server = start();
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             table = kv.createTable("t", 8);
             kv.createTable("empty", 3);
             before = kv.openShard("t", 6);
@@ -58,7 +59,7 @@ class ServerRestartTest {
         assertThat(dataDir).exists();
 
         try (EmbeddedKvServer server = start();
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             assertThat(kv.listTables()).extracting(TableInfo::name).containsExactly("empty", "t");
             assertThat(kv.describeTable("t")).contains(table);
             // The WAL is off: the graceful stop flushed, so the unsnapshotted writes are here.

@@ -3,8 +3,9 @@ package io.taishan.kv.server;
 import static io.taishan.kv.server.KvStoreEndToEndTest.b;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardStatus;
 import io.taishan.kv.client.WriteBatch;
@@ -34,9 +35,8 @@ class ShardActivityTest {
     void leasesWritesAndTtlReportsCountReadsDoNotAndARestartRemembers() throws Exception {
         long writtenAt;
         try (EmbeddedKvServer server = start();
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(server.address()).build())) {
+                KvStore kv =
+                        KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
             kv.createTable("t", 2);
             assertThat(activity(kv)).as("shards never opened are not described").isEmpty();
 
@@ -59,15 +59,14 @@ class ShardActivityTest {
                     .isEqualTo(writtenAt);
 
             Thread.sleep(20);
-            kv.reportTtlTime(List.of(lease), 1_000).get();
+            kv.ttl().orElseThrow().reportTtlTime(List.of(lease), 1_000).get();
             assertThat(activity(kv).get(0)).isGreaterThan(writtenAt);
             writtenAt = activity(kv).get(0);
         }
 
         try (EmbeddedKvServer server = start();
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
-                                KvClientConfig.forAddresses(server.address()).build())) {
+                KvStore kv =
+                        KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
             // The graceful stop flushed the write: its files carry the time across the restart.
             assertThat(activity(kv).get(0))
                     .isGreaterThanOrEqualTo(writtenAt - FILE_CLOCK_SLACK_MILLIS)
@@ -76,8 +75,8 @@ class ShardActivityTest {
         }
     }
 
-    private static Map<Integer, Long> activity(GrpcKvStore kv) {
-        return kv.describeShards("t").stream()
+    private static Map<Integer, Long> activity(KvStore kv) {
+        return kv.admin().orElseThrow().describeShards("t").stream()
                 .collect(Collectors.toMap(ShardStatus::shard, ShardStatus::lastActiveMillis));
     }
 }

@@ -5,8 +5,9 @@ import static io.taishan.kv.server.KvStoreEndToEndTest.s;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.groups.Tuple.tuple;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
@@ -61,12 +62,12 @@ class ThreeNodeClusterTest {
                                         .writeBufferBytes(8 << 20)
                                         .build()));
             }
-            try (GrpcKvStore kv =
-                    GrpcKvStore.connect(
+            try (KvStore kv =
+                    KvStores.connect(
                             KvClientConfig.forAddresses(nodes.get(1))
                                     .requestTimeout(Duration.ofSeconds(30))
                                     .build())) {
-                assertThat(kv.nodeAddresses()).isEqualTo(nodes);
+                assertThat(kv.admin().orElseThrow().nodeAddresses()).isEqualTo(nodes);
                 assertThat(kv.health())
                         .extracting(NodeHealth::address, NodeHealth::isServing)
                         .containsExactly(

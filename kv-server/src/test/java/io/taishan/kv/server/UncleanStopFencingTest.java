@@ -7,9 +7,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.CloseableIterator;
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
@@ -44,7 +45,7 @@ class UncleanStopFencingTest {
         Crash crash = crashWhileIdle(data, config(""), r -> {});
         ShardLease restored;
         try (KvServerProcess second = crash.restart();
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertEveryCallFenced(kv, crash.written);
             // Also a shard that was flushed and idle: the node cannot tell which ones lost data.
             assertEveryCallFenced(kv, crash.flushed);
@@ -53,7 +54,7 @@ class UncleanStopFencingTest {
             assertThat(s(kv.get(restored, b("a")))).isEqualTo("snapshotted");
             assertThat(kv.get(restored, b("later"))).isNull();
             // The restore brings the snapshot's filter: there at once, with what was snapshotted.
-            try (ShardFilter filter = kv.fetchFilter(restored)) {
+            try (ShardFilter filter = kv.filters().orElseThrow().fetchFilter(restored)) {
                 assertThat(FilterEndToEndTest.falseNegatives(filter, List.of("a"))).isEmpty();
             }
             kv.write(new WriteBatch(TABLE).put(restored, b("after"), b("restore")));
@@ -61,7 +62,7 @@ class UncleanStopFencingTest {
         // Stopped cleanly (SIGTERM) and restarted: the old leases stay fenced, the new one is
         // valid with what it wrote.
         try (KvServerProcess third = crash.restart();
-                GrpcKvStore kv = connect(third)) {
+                KvStore kv = connect(third)) {
             assertFenced(() -> kv.get(crash.flushed, b("flushed")));
             assertThat(s(kv.get(restored, b("after")))).isEqualTo("restore");
             assertThat(third.recentOutput()).doesNotContain("stopped uncleanly");
@@ -73,7 +74,7 @@ class UncleanStopFencingTest {
         Path data = tmp.resolve("data");
         Crash crash = crashWhileIdle(data, config("wal.enabled = true\n"), r -> {});
         try (KvServerProcess second = crash.restart();
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertThat(s(kv.get(crash.written, b("a")))).isEqualTo("after-snapshot");
             assertThat(s(kv.get(crash.written, b("later")))).isEqualTo("unflushed");
             assertThat(s(kv.get(crash.written, b("l")))).isEqualTo("x,y");
@@ -95,7 +96,7 @@ class UncleanStopFencingTest {
                 crashWhileIdle(
                         data, config("wal.enabled = true\n"), UncleanStopFencingTest::reboot);
         try (KvServerProcess second = crash.restart();
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertEveryCallFenced(kv, crash.written);
             assertThat(second.recentOutput()).contains("the machine may have crashed");
         }
@@ -110,7 +111,7 @@ class UncleanStopFencingTest {
                         config("wal.enabled = true\nwal.sync = true\n"),
                         UncleanStopFencingTest::reboot);
         try (KvServerProcess second = crash.restart();
-                GrpcKvStore kv = connect(second)) {
+                KvStore kv = connect(second)) {
             assertThat(s(kv.get(crash.written, b("later")))).isEqualTo("unflushed");
             assertThat(s(kv.get(crash.written, b("l")))).isEqualTo("x,y");
         }
@@ -138,7 +139,7 @@ class UncleanStopFencingTest {
         KvServerProcess first = KvServerProcess.start(data, args);
         ShardLease written;
         ShardLease flushed;
-        try (GrpcKvStore kv = connect(first)) {
+        try (KvStore kv = connect(first)) {
             kv.createTable(TABLE, 2);
             written = kv.openShard(TABLE, 0);
             flushed = kv.openShard(TABLE, 1);
@@ -179,8 +180,8 @@ class UncleanStopFencingTest {
         return new String[] {"--config", file.toString()};
     }
 
-    private static GrpcKvStore connect(KvServerProcess server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(KvServerProcess server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .build());
@@ -189,7 +190,7 @@ class UncleanStopFencingTest {
     // ---- assertions
 
     /** Reads, writes of every kind, markers, snapshots and scans under the old lease. */
-    private static void assertEveryCallFenced(GrpcKvStore kv, ShardLease old) {
+    private static void assertEveryCallFenced(KvStore kv, ShardLease old) {
         Map<String, ThrowingCallable> calls =
                 Map.of(
                         "get", () -> kv.get(old, b("a")),
@@ -212,7 +213,7 @@ class UncleanStopFencingTest {
                         "marker",
                                 () -> kv.write(new WriteBatch(TABLE).snapshotMarker(old, 2, false)),
                         "snapshot", () -> kv.snapshot(List.of(old), 3, false),
-                        "fetch-filter", () -> kv.fetchFilter(old).close());
+                        "fetch-filter", () -> kv.filters().orElseThrow().fetchFilter(old).close());
         calls.forEach((name, call) -> assertFenced(call));
     }
 

@@ -6,9 +6,10 @@ import static org.assertj.core.api.Assertions.within;
 
 import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.FencedException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TableExistsException;
 import io.taishan.kv.client.TtlState;
@@ -51,8 +52,8 @@ class MetricsEndpointTest {
                 .writeBufferBytes(8 << 20);
     }
 
-    private static GrpcKvStore connect(EmbeddedKvServer server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(EmbeddedKvServer server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(30))
                         .build());
@@ -102,7 +103,7 @@ class MetricsEndpointTest {
     @Test
     void countersMoveByExactlyWhatTheClientDid() throws Exception {
         try (EmbeddedKvServer server = EmbeddedKvServer.start(metricsOn().build());
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             assertThat(server.metricsPort()).isPositive();
 
             PrometheusText start = scrape(server);
@@ -264,10 +265,12 @@ class MetricsEndpointTest {
         try (EmbeddedKvServer server =
                         EmbeddedKvServer.start(
                                 metricsOn().ttlSweepInterval(Duration.ofMillis(50)).build());
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable("t", 1);
-            kv.registerTtlStates(
-                    "t", List.of(new TtlState(state, 1_000, TtlState.Layout.VALUE, 0)));
+            kv.ttl()
+                    .orElseThrow()
+                    .registerTtlStates(
+                            "t", List.of(new TtlState(state, 1_000, TtlState.Layout.VALUE, 0)));
             ShardLease lease = kv.openShard("t", 0);
             WriteBatch batch = new WriteBatch("t");
             for (int i = 0; i < 3; i++) {
@@ -278,7 +281,7 @@ class MetricsEndpointTest {
             PrometheusText before = scrape(server);
             assertThat(before.value("taishan_kv_ttl_expired_entries_total")).isZero();
 
-            kv.reportTtlTime(List.of(lease), 5_000).get(10, TimeUnit.SECONDS);
+            kv.ttl().orElseThrow().reportTtlTime(List.of(lease), 5_000).get(10, TimeUnit.SECONDS);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             PrometheusText after = scrape(server);
             while (after.value("taishan_kv_ttl_expired_entries_total") < 3) {
@@ -312,7 +315,7 @@ class MetricsEndpointTest {
         String health = url(server, "/health");
         String ready = url(server, "/ready");
         CompletableFuture<Void> closing = null;
-        try (GrpcKvStore kv = connect(server)) {
+        try (KvStore kv = connect(server)) {
             assertThat(get(health)).isEqualTo("200 {\"status\":\"SERVING\"}");
             assertThat(get(ready)).isEqualTo("200 {\"ready\":true,\"status\":\"SERVING\"}");
             assertThat(get(url(server, "/nope"))).startsWith("404");
@@ -358,7 +361,7 @@ class MetricsEndpointTest {
             PrometheusText before = scrape(server);
             assertThatThrownBy(
                             () ->
-                                    GrpcKvStore.connect(
+                                    KvStores.connect(
                                             KvClientConfig.forAddresses(server.address())
                                                     .token(admin + "x")
                                                     .build()))
@@ -376,8 +379,8 @@ class MetricsEndpointTest {
                                     "error",
                                     "UNAUTHENTICATED"))
                     .isEqualTo(1);
-            try (GrpcKvStore kv =
-                    GrpcKvStore.connect(
+            try (KvStore kv =
+                    KvStores.connect(
                             KvClientConfig.forAddresses(server.address()).token(admin).build())) {
                 kv.createTable("t", 1);
             }
@@ -388,9 +391,9 @@ class MetricsEndpointTest {
     @Test
     void aCallTheClientGaveUpOnCountsOnceAsCancelled() throws Exception {
         try (EmbeddedKvServer server = EmbeddedKvServer.start(metricsOn().build());
-                GrpcKvStore kv = connect(server);
-                GrpcKvStore impatient =
-                        GrpcKvStore.connect(
+                KvStore kv = connect(server);
+                KvStore impatient =
+                        KvStores.connect(
                                 KvClientConfig.forAddresses(server.address())
                                         .requestTimeout(Duration.ofMillis(300))
                                         .build())) {

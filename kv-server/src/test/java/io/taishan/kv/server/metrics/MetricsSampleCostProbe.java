@@ -1,7 +1,8 @@
 package io.taishan.kv.server.metrics;
 
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.server.EmbeddedKvServer;
@@ -33,8 +34,8 @@ public final class MetricsSampleCostProbe {
                                         .metricsSampleInterval(Duration.ZERO)
                                         .maxOpenStores(shards + 16)
                                         .build());
-                GrpcKvStore kv =
-                        GrpcKvStore.connect(
+                KvStore kv =
+                        KvStores.connect(
                                 KvClientConfig.forAddresses(server.address())
                                         .requestTimeout(Duration.ofMinutes(2))
                                         .build())) {

@@ -4,9 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.AuthenticationException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.PermissionDeniedException;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TableInfo;
@@ -58,9 +59,9 @@ class SecureClusterTest {
                                         .authTokenFile(tokens)
                                         .build()));
             }
-            try (GrpcKvStore admin = connect(nodes.get(0), certs, ADMIN);
-                    GrpcKvStore a = connect(nodes.get(0), certs, TEAM_A)) {
-                assertThat(a.nodeAddresses()).isEqualTo(nodes);
+            try (KvStore admin = connect(nodes.get(0), certs, ADMIN);
+                    KvStore a = connect(nodes.get(0), certs, TEAM_A)) {
+                assertThat(a.admin().orElseThrow().nodeAddresses()).isEqualTo(nodes);
                 a.createTable("team_a_t", 4);
                 admin.createTable("team_b_t", 4);
                 // Shards 0-1 live on node 0, 2-3 on node 1.
@@ -84,8 +85,8 @@ class SecureClusterTest {
         }
     }
 
-    private static GrpcKvStore connect(String seed, TestCertificates certs, String token) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(String seed, TestCertificates certs, String token) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(seed)
                         .tls(KvClientTls.trusting(certs.caCert()))
                         .token(token)

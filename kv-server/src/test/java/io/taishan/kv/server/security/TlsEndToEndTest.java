@@ -4,9 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.AuthenticationException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.KvUnavailableException;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
@@ -77,7 +78,7 @@ class TlsEndToEndTest {
         return KvClientTls.trusting(certs.caCert());
     }
 
-    private static void roundTrip(GrpcKvStore kv, String table) {
+    private static void roundTrip(KvStore kv, String table) {
         kv.createTable(table, 2);
         ShardLease lease = kv.openShard(table, 1);
         kv.write(new WriteBatch(table).put(lease, b("k"), b("v")));
@@ -92,8 +93,8 @@ class TlsEndToEndTest {
     private static Throwable refusedAtOnce(KvClientConfig config) {
         long start = System.nanoTime();
         Throwable failure = null;
-        try (GrpcKvStore kv = GrpcKvStore.connect(config)) {
-            throw new AssertionError("connected: " + kv.nodeAddresses());
+        try (KvStore kv = KvStores.connect(config)) {
+            throw new AssertionError("connected: " + kv.admin().orElseThrow().nodeAddresses());
         } catch (RuntimeException e) {
             failure = e;
         }
@@ -103,13 +104,11 @@ class TlsEndToEndTest {
 
     @Test
     void aClientTrustingTheCaTalksTlsByAddressAndByName() {
-        try (GrpcKvStore kv =
-                GrpcKvStore.connect(client(tls.address()).tls(trustingOurCa()).build())) {
+        try (KvStore kv = KvStores.connect(client(tls.address()).tls(trustingOurCa()).build())) {
             roundTrip(kv, "tls_by_ip");
         }
-        try (GrpcKvStore kv =
-                GrpcKvStore.connect(
-                        client("localhost:" + tls.port()).tls(trustingOurCa()).build())) {
+        try (KvStore kv =
+                KvStores.connect(client("localhost:" + tls.port()).tls(trustingOurCa()).build())) {
             roundTrip(kv, "tls_by_name");
         }
     }
@@ -119,7 +118,7 @@ class TlsEndToEndTest {
         // A TLS server just closes the connection: the client cannot be sure, so it says so.
         assertThatThrownBy(
                         () ->
-                                GrpcKvStore.connect(
+                                KvStores.connect(
                                         client(tls.address())
                                                 .backoff(
                                                         Duration.ofMillis(10),
@@ -193,7 +192,7 @@ class TlsEndToEndTest {
         KvClientTls ours =
                 trustingOurCa()
                         .withClientCertificate(certs.client().certFile(), certs.client().keyFile());
-        try (GrpcKvStore kv = GrpcKvStore.connect(client(mutual.address()).tls(ours).build())) {
+        try (KvStore kv = KvStores.connect(client(mutual.address()).tls(ours).build())) {
             roundTrip(kv, "mtls_ok");
         }
     }
@@ -203,8 +202,7 @@ class TlsEndToEndTest {
         KvClientTls mismatched =
                 trustingOurCa()
                         .withClientCertificate(certs.client().certFile(), certs.server().keyFile());
-        assertThatThrownBy(
-                        () -> GrpcKvStore.connect(client(mutual.address()).tls(mismatched).build()))
+        assertThatThrownBy(() -> KvStores.connect(client(mutual.address()).tls(mismatched).build()))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("TLS client key file " + certs.server().keyFile())
                 .hasMessageContaining(

@@ -13,10 +13,11 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.stub.MetadataUtils;
 import io.taishan.kv.client.AuthenticationException;
 import io.taishan.kv.client.CloseableIterator;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
 import io.taishan.kv.client.KvEntry;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.PermissionDeniedException;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TableInfo;
@@ -95,7 +96,7 @@ class TokenAuthEndToEndTest {
 
     private static TestCertificates certs;
     private static EmbeddedKvServer server;
-    private static GrpcKvStore admin;
+    private static KvStore admin;
     private static ShardLease bLease;
 
     @BeforeAll
@@ -150,8 +151,8 @@ class TokenAuthEndToEndTest {
                 .token(token);
     }
 
-    static GrpcKvStore connect(@Nullable String token) {
-        return GrpcKvStore.connect(config(token).build());
+    static KvStore connect(@Nullable String token) {
+        return KvStores.connect(config(token).build());
     }
 
     /** A raw stub, as a client that ignores the client library would use; null: no token. */
@@ -491,7 +492,7 @@ class TokenAuthEndToEndTest {
 
     @Test
     void teamAWorksInItsOwnTablesAndTheClientSaysPermissionDeniedForOthers() {
-        try (GrpcKvStore a = connect(TEAM_A)) {
+        try (KvStore a = connect(TEAM_A)) {
             a.createTable("team_a_t", 2);
             ShardLease lease = a.openShard("team_a_t", 0);
             a.write(new WriteBatch("team_a_t").put(lease, b("x"), b("1")));
@@ -530,7 +531,7 @@ class TokenAuthEndToEndTest {
             assertThatThrownBy(() -> a.cloneShard("team_b_t", 0, 10, "team_a_stolen"))
                     .isInstanceOf(PermissionDeniedException.class);
             // A token's prefixes are one list: B's second prefix covers what B names.
-            try (GrpcKvStore bClient = connect(TEAM_B)) {
+            try (KvStore bClient = connect(TEAM_B)) {
                 bClient.createTable("shared_x", 1);
                 assertThat(bClient.listTables())
                         .extracting(TableInfo::name)
@@ -546,7 +547,7 @@ class TokenAuthEndToEndTest {
 
     @Test
     void theAdminTokenMayDoEverything() {
-        try (GrpcKvStore other = connect(ADMIN)) {
+        try (KvStore other = connect(ADMIN)) {
             other.createTable("anything_at_all", 1);
             ShardLease lease = other.openShard("anything_at_all", 0);
             other.write(new WriteBatch("anything_at_all").put(lease, b("a"), b("b")));

@@ -4,9 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.AuthenticationException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
 import java.nio.file.Files;
@@ -36,7 +37,7 @@ class TokenRotationTest {
                                         .authTokenFile(tokens)
                                         .authReloadInterval(Duration.ofMillis(20))
                                         .build());
-                GrpcKvStore old = connect(server, OLD)) {
+                KvStore old = connect(server, OLD)) {
             old.createTable("t_1", 1);
 
             Files.writeString(tokens, "# broken edit\n" + NEW + "\n");
@@ -55,7 +56,7 @@ class TokenRotationTest {
                 }
             }
             assertThat(refused).hasMessageContaining("unknown bearer token");
-            try (GrpcKvStore fresh = connect(server, NEW)) {
+            try (KvStore fresh = connect(server, NEW)) {
                 assertThat(fresh.listTables()).hasSize(1);
             }
             assertThatThrownBy(() -> connect(server, OLD))
@@ -63,8 +64,7 @@ class TokenRotationTest {
         }
     }
 
-    private static GrpcKvStore connect(EmbeddedKvServer server, String token) {
-        return GrpcKvStore.connect(
-                KvClientConfig.forAddresses(server.address()).token(token).build());
+    private static KvStore connect(EmbeddedKvServer server, String token) {
+        return KvStores.connect(KvClientConfig.forAddresses(server.address()).token(token).build());
     }
 }

@@ -1,8 +1,9 @@
 package io.taishan.kv.server.storage;
 
 import io.taishan.kv.client.FilterUnavailableException;
-import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.proto.Put;
@@ -44,7 +45,7 @@ public final class FilterCostProbe {
 
         ShardLease lease;
         try (EmbeddedKvServer server = start(dir, 0);
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             kv.createTable("t", 1);
             lease = kv.openShard("t", 0);
             Shard shard = server.storage().tableStore("t").shard(0);
@@ -70,7 +71,7 @@ public final class FilterCostProbe {
 
             for (int i = 0; i < 3; i++) {
                 long t = System.nanoTime();
-                try (ShardFilter filter = kv.fetchFilter(lease)) {
+                try (ShardFilter filter = kv.filters().orElseThrow().fetchFilter(lease)) {
                     long ms = millisSince(t);
                     long bytes = filter.filter().serializedSizeBytes();
                     System.out.printf(
@@ -81,7 +82,7 @@ public final class FilterCostProbe {
         }
         // Default rate limit: 64 MiB/s of keys and values.
         try (EmbeddedKvServer server = start(dir, FilterOptions.DEFAULTS.rebuildBytesPerSecond());
-                GrpcKvStore kv = connect(server)) {
+                KvStore kv = connect(server)) {
             Path saved =
                     server.storage()
                             .tableStore("t")
@@ -103,8 +104,8 @@ public final class FilterCostProbe {
                         .build());
     }
 
-    private static GrpcKvStore connect(EmbeddedKvServer server) {
-        return GrpcKvStore.connect(
+    private static KvStore connect(EmbeddedKvServer server) {
+        return KvStores.connect(
                 KvClientConfig.forAddresses(server.address())
                         .requestTimeout(Duration.ofSeconds(120))
                         .build());
@@ -139,7 +140,7 @@ public final class FilterCostProbe {
 
     private static void rebuildFromScratch(
             EmbeddedKvServer server,
-            GrpcKvStore kv,
+            KvStore kv,
             ShardLease lease,
             Path saved,
             long keys,
@@ -152,7 +153,7 @@ public final class FilterCostProbe {
         long cpuBefore = cpuNanos();
         long start = System.nanoTime();
         while (true) {
-            try (ShardFilter filter = kv.fetchFilter(lease)) {
+            try (ShardFilter filter = kv.filters().orElseThrow().fetchFilter(lease)) {
                 break;
             } catch (FilterUnavailableException e) {
                 Thread.sleep(5);
