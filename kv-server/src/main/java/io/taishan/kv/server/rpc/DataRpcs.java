@@ -8,6 +8,8 @@ import io.taishan.kv.proto.KeyRef;
 import io.taishan.kv.proto.KeyValue;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
+import io.taishan.kv.proto.MultiScanRequest;
+import io.taishan.kv.proto.MultiScanResponse;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.ShardRef;
@@ -32,7 +34,7 @@ import java.util.Map;
 import javax.annotation.Nullable;
 
 /**
- * Get, MultiGet, Scan and Write: the data path.
+ * Get, MultiGet, Scan, MultiScan and Write: the data path.
  *
  * <p>{@code Get} and {@code MultiGet} run on the network thread that read them (see {@link
  * CallExecutors}); whenever the read would wait (its table's lock held or awaited, its store to
@@ -172,7 +174,41 @@ final class DataRpcs {
     }
 
     ScanResponse scan(ScanRequest request) {
+        return scanPage(targets.table(request.getTable()), request);
+    }
+
+    /**
+     * The first page of each scan, in order, until the answer holds a request's worth of bytes; the
+     * scans after that get no page and are asked again by the client.
+     */
+    MultiScanResponse multiScan(MultiScanRequest request) {
         TableStore table = targets.table(request.getTable());
+        if (!limits.opCountFits(request.getScansCount())) {
+            throw limits.tooManyOps(
+                    request.getScansCount(), "MultiScan on table '" + table.name() + "'");
+        }
+        MultiScanResponse.Builder b = MultiScanResponse.newBuilder();
+        long bytes = 0;
+        for (ScanRequest scan : request.getScansList()) {
+            if (!scan.getTable().equals(table.name())) {
+                throw KvServerException.invalid(
+                        "MultiScan on table '"
+                                + table.name()
+                                + "' holds a scan of table '"
+                                + scan.getTable()
+                                + "'");
+            }
+            if (bytes >= limits.maxRequestBytes()) {
+                break;
+            }
+            ScanResponse page = scanPage(table, scan);
+            bytes += page.getSerializedSize();
+            b.addPages(page);
+        }
+        return b.build();
+    }
+
+    private ScanResponse scanPage(TableStore table, ScanRequest request) {
         Shard shard = targets.ownedShard(table, request.getShard().getShard());
         checkScanBound(request.getStartKey(), shard);
         checkScanBound(request.getEndKey(), shard);

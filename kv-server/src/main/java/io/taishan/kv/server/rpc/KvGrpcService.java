@@ -33,6 +33,8 @@ import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.ListTablesResponse;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
+import io.taishan.kv.proto.MultiScanRequest;
+import io.taishan.kv.proto.MultiScanResponse;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardResponse;
 import io.taishan.kv.proto.OpenShardsRequest;
@@ -70,7 +72,7 @@ import io.taishan.kv.server.storage.StorageEngine;
  *   <tr><td>{@link TableRpcs}</td><td>Health, ClusterInfo, CreateTable, DescribeTable,
  *       ListTables, DropTable, OpenShard, OpenShards, DescribeShards</td></tr>
  *   <tr><td>{@link DataRpcs}</td><td>Get, MultiGet (on the network thread unless they would
- *       wait), Scan, Write</td></tr>
+ *       wait), Scan, MultiScan, Write</td></tr>
  *   <tr><td>{@link StreamRpcs}</td><td>ReadValue, UploadValue, FetchFilter</td></tr>
  *   <tr><td>{@link SnapshotRpcs}</td><td>Snapshot, Restore, RestoreShards, Clone, ListSnapshots,
  *       DropSnapshot, DropShardSnapshots, DropSnapshotsBelow</td></tr>
@@ -203,6 +205,11 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
     @Override
     public void scan(ScanRequest request, StreamObserver<ScanResponse> response) {
         responder.respond(response, "Scan", () -> data.scan(request));
+    }
+
+    @Override
+    public void multiScan(MultiScanRequest request, StreamObserver<MultiScanResponse> response) {
+        responder.respond(response, "MultiScan", () -> data.multiScan(request));
     }
 
     @Override
