@@ -13,7 +13,7 @@ import java.util.List;
  * that exists), its shards (in range, and this node's in the cluster's shard map) and its snapshot
  * ids (not negative).
  */
-public final class RequestTargets {
+final class RequestTargets {
     private final StorageEngine storage;
     private final ClusterView cluster;
 
@@ -23,13 +23,13 @@ public final class RequestTargets {
     }
 
     /** Fails with INVALID_ARGUMENT for a bad name, TABLE_NOT_FOUND for a missing table. */
-    public TableStore table(String name) {
+    TableStore table(String name) {
         TableMeta.checkName(name);
         return storage.tableStore(name);
     }
 
     /** Fails unless the shard is in the table's range and this node owns it. */
-    public Shard ownedShard(TableStore table, int shard) {
+    Shard ownedShard(TableStore table, int shard) {
         if (shard < 0) {
             throw KvServerException.invalid(
                     "negative shard " + shard + " for table '" + table.name() + "'");

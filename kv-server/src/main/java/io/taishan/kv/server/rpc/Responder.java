@@ -54,7 +54,7 @@ public final class Responder {
     }
 
     /** Fails with SHUTTING_DOWN once the node began shutting down. */
-    public void checkServing() {
+    void checkServing() {
         if (shuttingDown) {
             throw KvServerException.shuttingDown();
         }
@@ -133,7 +133,7 @@ public final class Responder {
     }
 
     /** Ends the call with SHUTTING_DOWN: its executor no longer takes work. */
-    public void rejected(StreamObserver<?> observer) {
+    void rejected(StreamObserver<?> observer) {
         observer.onError(ErrorStatus.of(KvServerException.shuttingDown()));
     }
 }

@@ -15,8 +15,7 @@
  *       {@code ExpiryRpcs}</td><td>the handlers, one per family of calls</td></tr>
  *   <tr><td>{@code WriteValidator}</td><td>a whole Write checked before anything is
  *       applied</td></tr>
- *   <tr><td>{@link io.taishan.kv.server.rpc.RequestTargets}, {@link
- *       io.taishan.kv.server.rpc.RequestLimits}</td><td>the table, shards and snapshot ids a
+ *   <tr><td>{@code RequestTargets}, {@link io.taishan.kv.server.rpc.RequestLimits}</td><td>the table, shards and snapshot ids a
  *       request names; its sizes against the limits</td></tr>
  *   <tr><td>{@link io.taishan.kv.server.rpc.Responder}, {@link
  *       io.taishan.kv.server.rpc.ErrorStatus}</td><td>answering a call: shutdown refusal, the
