@@ -25,6 +25,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Pattern;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
@@ -517,6 +518,11 @@ public final class KeyGroupScaling {
         }
 
         private void record(String name, String outcome, @Nullable String reason, Measure m) {
+            if (!CellResult.OK.equals(outcome) && m.footprint == null && under != null) {
+                // Read from outside the process: safe while the phase's thread is stuck, and it
+                // shows what the failure left (e.g. the open-files limit reached).
+                m.footprint = Footprint.of(under.stateHome());
+            }
             PhaseResult result =
                     new PhaseResult(
                             name,
@@ -634,7 +640,17 @@ public final class KeyGroupScaling {
                 .write(out);
     }
 
-    /** The innermost cause's class and message: what the report shows of a failure. */
+    /** A path of three or more parts: the report keeps its last part. */
+    private static final Pattern LONG_PATH = Pattern.compile("(?:/[^/\\s:']+){2,}/([^/\\s:']+)");
+
+    private static final int REASON_HEAD = 150;
+    private static final int REASON_TAIL = 250;
+
+    /**
+     * The innermost cause's class and message: what the report shows of a failure. Long paths are
+     * cut to their last part and a long message keeps its end, where the operating system's reason
+     * ("Too many open files") usually stands.
+     */
     static String reason(Throwable error) {
         Throwable root = error;
         while (root.getCause() != null && root.getCause() != root) {
@@ -645,8 +661,16 @@ public final class KeyGroupScaling {
                 root == error || error.getMessage() == null
                         ? ""
                         : " (in " + error.getClass().getSimpleName() + ")";
-        String text = root.getClass().getSimpleName() + message + outer;
-        return text.length() > 300 ? text.substring(0, 300) + "..." : text;
+        String text =
+                LONG_PATH
+                        .matcher(root.getClass().getSimpleName() + message + outer)
+                        .replaceAll(".../$1")
+                        .replace('\n', ' ');
+        return text.length() <= REASON_HEAD + REASON_TAIL
+                ? text
+                : text.substring(0, REASON_HEAD)
+                        + " ... "
+                        + text.substring(text.length() - REASON_TAIL);
     }
 
     private static String describe(PhaseResult r) {

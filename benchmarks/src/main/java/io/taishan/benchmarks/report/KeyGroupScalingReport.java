@@ -4,6 +4,9 @@ import io.taishan.benchmarks.keygroups.CellResult;
 import io.taishan.benchmarks.keygroups.CellResult.PhaseResult;
 import io.taishan.benchmarks.keygroups.CellResult.Repetition;
 import io.taishan.benchmarks.keygroups.Footprint;
+import java.awt.Color;
+import java.awt.Graphics2D;
+import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +22,7 @@ import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Stream;
+import javax.imageio.ImageIO;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -40,6 +44,8 @@ public final class KeyGroupScalingReport {
     private static final List<String> BACKEND_ORDER = List.of("TAISHAN", "ROCKSDB", "HASHMAP");
     private static final double MIB = 1 << 20;
     private static final String WARM_UP_ONLY = "†";
+    private static final int PANEL_WIDTH = 560;
+    private static final int PANEL_HEIGHT = 420;
 
     /** The timed phases of the tables and the chart, with their headings. */
     private static final Map<String, String> TIMED = new LinkedHashMap<>();
@@ -195,8 +201,8 @@ public final class KeyGroupScalingReport {
             rule.append("--:|");
         }
         header.append(" fds | RSS MiB | disk MiB | files | RPCs open / cp / incr / restore /");
-        header.append(" rescale |");
-        rule.append("--:|--:|--:|--:|--:|");
+        header.append(" rescale | outcome |");
+        rule.append("--:|--:|--:|--:|--:|---|");
         line(header.toString());
         line(rule.toString());
         for (CellResult c : cells) {
@@ -221,7 +227,7 @@ public final class KeyGroupScalingReport {
             row.append(hasDir ? peak(c, f -> f.files(), 1, "%,.0f") : "–").append(" | ");
             List<String> rpcs = new ArrayList<>();
             if (!hasServer(c)) {
-                row.append("– (no server) |");
+                row.append("– (no server) | ").append(outcome(c)).append(" |");
                 line(row.toString());
                 continue;
             }
@@ -233,7 +239,7 @@ public final class KeyGroupScalingReport {
                                         + (v.mark().isEmpty() ? "" : " " + v.mark())
                                 : "–");
             }
-            row.append(String.join(" / ", rpcs)).append(" |");
+            row.append(String.join(" / ", rpcs)).append(" | ").append(outcome(c)).append(" |");
             line(row.toString());
         }
         line("");
@@ -505,10 +511,25 @@ public final class KeyGroupScalingReport {
         if (panels.isEmpty()) {
             return;
         }
-        int cols = 3;
+        // Laid out here: XChart's own grid wants exactly rows × columns charts, and a panel
+        // whose phase no cell passed is left out.
+        int cols = Math.min(3, panels.size());
         int rows = (panels.size() + cols - 1) / cols;
-        BitmapEncoder.saveBitmap(
-                panels, rows, cols, file.toString(), BitmapEncoder.BitmapFormat.PNG);
+        BufferedImage sheet =
+                new BufferedImage(
+                        PANEL_WIDTH * cols, PANEL_HEIGHT * rows, BufferedImage.TYPE_INT_RGB);
+        Graphics2D g = sheet.createGraphics();
+        g.setColor(Color.WHITE);
+        g.fillRect(0, 0, sheet.getWidth(), sheet.getHeight());
+        for (int i = 0; i < panels.size(); i++) {
+            g.drawImage(
+                    BitmapEncoder.getBufferedImage(panels.get(i)),
+                    (i % cols) * PANEL_WIDTH,
+                    (i / cols) * PANEL_HEIGHT,
+                    null);
+        }
+        g.dispose();
+        ImageIO.write(sheet, "png", file.toFile());
         line("## Chart");
         line("");
         line(
@@ -567,8 +588,8 @@ public final class KeyGroupScalingReport {
     private XYChart newPanel(String title) {
         XYChart chart =
                 new XYChartBuilder()
-                        .width(560)
-                        .height(420)
+                        .width(PANEL_WIDTH)
+                        .height(PANEL_HEIGHT)
                         .title(title)
                         .xAxisTitle("key groups (log scale)")
                         .build();
@@ -586,7 +607,7 @@ public final class KeyGroupScalingReport {
                 .setYAxisLogarithmic(true)
                 .setLegendPosition(Styler.LegendPosition.OutsideS)
                 .setLegendLayout(Styler.LegendLayout.Horizontal)
-                .setChartBackgroundColor(java.awt.Color.WHITE)
+                .setChartBackgroundColor(Color.WHITE)
                 .setMarkerSize(7);
         return chart;
     }
@@ -769,6 +790,18 @@ public final class KeyGroupScalingReport {
         return v.mark().equals("≥")
                 ? "≥ " + text
                 : v.mark().isEmpty() ? text : text + " " + v.mark();
+    }
+
+    /** "ok", or the phase where the cell stopped and how, with the note of its reason. */
+    private String outcome(CellResult c) {
+        for (Repetition r : c.repetitions()) {
+            for (PhaseResult p : r.phases()) {
+                if (!p.ok()) {
+                    return p.phase() + ": " + failure(c, p.phase());
+                }
+            }
+        }
+        return "ok";
     }
 
     /** "failed (note n)" or "timed out (note n)" when the phase did not pass in some repetition. */
