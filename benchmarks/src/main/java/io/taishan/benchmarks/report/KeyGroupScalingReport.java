@@ -533,8 +533,10 @@ public final class KeyGroupScalingReport {
         line("## Chart");
         line("");
         line(
-                "Medians against key groups, both axes logarithmic; a missing point is a cell"
-                        + " that failed or timed out.");
+                "Medians against key groups, both axes logarithmic. A cell that stopped in its"
+                        + " measured repetitions is drawn from its warm-up (marked † in the"
+                        + " tables); a missing point is a phase that no repetition of the cell"
+                        + " passed.");
         line("");
         line("![key-group scaling](%s)", file.getFileName());
         line("");
