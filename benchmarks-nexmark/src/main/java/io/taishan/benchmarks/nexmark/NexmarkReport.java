@@ -386,6 +386,28 @@ public final class NexmarkReport {
         md.append('\n');
     }
 
+    /** Taishan's RPCs ({@code taishan.rpc.<kind>.count}, summed over subtasks) per 1,000 events. */
+    private static String rpcs(JsonObject r) {
+        if (!r.has("backendMetrics")) {
+            return "-";
+        }
+        JsonObject m = r.getAsJsonObject("backendMetrics");
+        double per = 1000.0 / r.get("events").getAsLong();
+        Function<String, Double> count =
+                kind ->
+                        m.has("taishan.rpc." + kind + ".count")
+                                ? m.get("taishan.rpc." + kind + ".count").getAsDouble()
+                                : 0.0;
+        double reads = count.apply("get") + count.apply("multi_get");
+        double scans = count.apply("scan");
+        double writes = count.apply("write");
+        if (reads + scans + writes == 0) {
+            return "-";
+        }
+        return String.format(
+                Locale.ROOT, "%.1f / %.1f / %.1f", reads * per, scans * per, writes * per);
+    }
+
     private static String rate(double v) {
         return String.format(Locale.ROOT, "%,.0f", v);
     }

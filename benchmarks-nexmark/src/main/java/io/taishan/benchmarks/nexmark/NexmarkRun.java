@@ -5,6 +5,7 @@ import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
 import io.taishan.benchmarks.job.JobBackend;
 import io.taishan.benchmarks.job.Machine;
+import io.taishan.benchmarks.job.MetricsCapture;
 import io.taishan.benchmarks.nexmark.table.StartGate;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -73,7 +74,9 @@ import org.apache.flink.util.TimeUtils;
  *   <li><b>CPU</b>: this process's CPU time (MiniCluster: JobManager, TaskManager, the source and
  *       the sink) over the job, and a kv-server child's from {@code /proc} when the backend has
  *       one;
- *   <li><b>result</b>: rows and the order-free digest of the final result ({@code ResultSink}).
+ *   <li><b>result</b>: rows and the order-free digest of the final result ({@code ResultSink});
+ *   <li><b>backend metrics</b>: the backends' own counters at the end ({@link MetricsCapture}),
+ *       e.g. Taishan's calls to the kv-server by kind.
  * </ul>
  *
  * <p>Every backend gets the same settings: parallelism 2 and max parallelism 128 unless told,
@@ -207,6 +210,7 @@ public final class NexmarkRun {
         try (MiniCluster miniCluster = new MiniCluster(cluster)) {
             miniCluster.start();
             result.addProperty("loadAverageStart", Machine.loadAverage());
+            MetricsCapture.clear();
             long serverCpuStart = serverCpuNanos(backend);
             long cpuStart = Machine.processCpuNanos();
             long submitted = System.currentTimeMillis();
@@ -237,6 +241,9 @@ public final class NexmarkRun {
             }
             result.add("checkpoints", checkpoints(executed.getCheckpointStatsSnapshot()));
             resultFigures(execution, events, result);
+            JsonObject metrics = new JsonObject();
+            MetricsCapture.snapshot().forEach(metrics::addProperty);
+            result.add("backendMetrics", metrics);
             if (dump != null) {
                 result.addProperty("dump", mergeDump(dump, Path.of(opts.get("out") + ".rows.txt")));
             }
@@ -283,6 +290,8 @@ public final class NexmarkRun {
         config.set(CheckpointingOptions.ENABLE_CHECKPOINTS_AFTER_TASKS_FINISH, true);
         // Every checkpoint of the run stays in the statistics (Flink keeps 10 by default).
         config.set(WebOptions.CHECKPOINTS_HISTORY_SIZE, 1_000_000);
+        // The backends' own metrics (Taishan's RPCs by kind), read after the job.
+        MetricsCapture.configure(config);
         if (Boolean.parseBoolean(opts.get("mini-batch"))) {
             NEXMARK_TABLE_CONFIG.forEach(config::setString);
         }
