@@ -154,7 +154,12 @@ public final class NexmarkReport {
     private String markdown(String machine, Path outDir, List<Path> charts) {
         StringBuilder md = new StringBuilder();
         md.append("# Nexmark: Taishan, Flink's RocksDB backend and HashMap\n\n");
-        JsonObject any = runs.values().iterator().next().values().iterator().next();
+        JsonObject any =
+                runs.values().stream()
+                        .flatMap(q -> q.values().stream())
+                        .filter(r -> r.has("option.events"))
+                        .findFirst()
+                        .orElseThrow(() -> new IllegalStateException("no run got to its job"));
         md.append(
                 String.format(
                         Locale.ROOT,
@@ -262,8 +267,13 @@ public final class NexmarkReport {
     }
 
     private void perQuery(StringBuilder md, String query, Map<String, JsonObject> byBackend) {
-        JsonObject any = byBackend.values().iterator().next();
-        md.append("\n### ").append(query).append(": ").append(any.get("title").getAsString());
+        String title =
+                byBackend.values().stream()
+                        .filter(r -> r.has("title"))
+                        .map(r -> ": " + r.get("title").getAsString())
+                        .findFirst()
+                        .orElse("");
+        md.append("\n### ").append(query).append(title);
         md.append("\n\n| | ").append(String.join(" | ", backends)).append(" |\n|---|");
         backends.forEach(b -> md.append("---:|"));
         md.append('\n');
