@@ -375,8 +375,20 @@ public final class NexmarkReport {
                 md.append("\n")
                         .append(b)
                         .append(" failed: `")
-                        .append(run.get("error").getAsString())
-                        .append("`\n");
+                        .append(run.get("error").getAsString().lines().findFirst().orElse(""))
+                        .append("` (its output: `runs/")
+                        .append(query)
+                        .append('-')
+                        .append(b)
+                        .append(".log`, Flink's log: `.flink.log`)\n");
+                if (run.has("checkpoints")) {
+                    for (JsonElement f :
+                            run.getAsJsonObject("checkpoints").getAsJsonArray("failures")) {
+                        md.append("- checkpoint ")
+                                .append(f.getAsString().lines().findFirst().orElse(""))
+                                .append('\n');
+                    }
+                }
             }
         }
     }

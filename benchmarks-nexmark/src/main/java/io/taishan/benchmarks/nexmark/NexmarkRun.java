@@ -141,7 +141,11 @@ public final class NexmarkRun {
             result.addProperty("description", backend.description());
             run(query, backend, opts, work, result);
         } catch (Exception e) {
-            result.addProperty("error", e.toString());
+            Throwable root = e;
+            while (root.getCause() != null) {
+                root = root.getCause();
+            }
+            result.addProperty("error", e + (root == e ? "" : ", caused by " + root));
             e.printStackTrace();
             status = 1;
         }
@@ -224,6 +228,8 @@ public final class NexmarkRun {
             result.addProperty("loadAverageEnd", Machine.loadAverage());
             AccessExecutionGraph executed = miniCluster.getExecutionGraph(jobId).get();
             result.addProperty("jobStatus", executed.getState().name());
+            // Also for a failed job: a failing checkpoint is often why.
+            result.add("checkpoints", checkpoints(executed.getCheckpointStatsSnapshot()));
             if (!jobResult.isSuccess()) {
                 throw new IllegalStateException(
                         "the job failed",
@@ -239,7 +245,6 @@ public final class NexmarkRun {
             if (serverCpuStart >= 0 && serverCpuEnd >= 0) {
                 result.addProperty("kvServerCpuSeconds", (serverCpuEnd - serverCpuStart) / 1e9);
             }
-            result.add("checkpoints", checkpoints(executed.getCheckpointStatsSnapshot()));
             resultFigures(execution, events, result);
             JsonObject metrics = new JsonObject();
             MetricsCapture.snapshot().forEach(metrics::addProperty);
