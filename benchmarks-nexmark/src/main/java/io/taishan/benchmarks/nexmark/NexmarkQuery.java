@@ -113,10 +113,15 @@ public enum NexmarkQuery {
         vars.put("${AUCTION_PROPORTION}", "3");
         vars.put("${BID_PROPORTION}", "46");
         vars.put("${NEXMARK_TABLE}", "datagen");
-        String extra = "";
+        // Nexmark's DDL sets the rate and the count; the other options are added to its WITH.
+        StringBuilder extra = new StringBuilder();
         for (Map.Entry<String, String> e : datagenOptions.entrySet()) {
             if (!e.getKey().equals("first-event.rate") && !e.getKey().equals("events.num")) {
-                extra += ",\n    '" + e.getKey() + "' = '" + e.getValue() + "'";
+                extra.append(",\n    '")
+                        .append(e.getKey())
+                        .append("' = '")
+                        .append(e.getValue())
+                        .append("'");
             }
         }
         for (String s : statementsOf("ddl_gen.sql")) {

@@ -245,7 +245,7 @@ public final class NexmarkRun {
             if (serverCpuStart >= 0 && serverCpuEnd >= 0) {
                 result.addProperty("kvServerCpuSeconds", (serverCpuEnd - serverCpuStart) / 1e9);
             }
-            resultFigures(execution, events, result);
+            resultFigures(execution, result);
             JsonObject metrics = new JsonObject();
             MetricsCapture.snapshot().forEach(metrics::addProperty);
             result.add("backendMetrics", metrics);
@@ -419,8 +419,7 @@ public final class NexmarkRun {
         return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2.0;
     }
 
-    private static void resultFigures(
-            JobExecutionResult execution, long events, JsonObject result) {
+    private static void resultFigures(JobExecutionResult execution, JsonObject result) {
         long rows = execution.getAccumulatorResult(NexmarkAccumulators.ROWS);
         long changes = execution.getAccumulatorResult(NexmarkAccumulators.CHANGES);
         long high = execution.getAccumulatorResult(NexmarkAccumulators.DIGEST_HIGH);
