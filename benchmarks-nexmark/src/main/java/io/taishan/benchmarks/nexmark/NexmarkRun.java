@@ -355,9 +355,11 @@ public final class NexmarkRun {
         for (AbstractCheckpointStats c : stats.getHistory().getCheckpoints()) {
             if (c instanceof FailedCheckpointStats f) {
                 String message = String.valueOf(f.getFailureMessage());
-                // A task at its end of input declines the barriers that reach it while it closes;
-                // the job is ending, nothing went wrong.
-                if (message.contains("task is closing")) {
+                // A task at its end of input declines the barriers that reach it while it closes,
+                // and a trigger that reaches a task just gone finds it unknown: the job is ending,
+                // nothing went wrong.
+                if (message.contains("task is closing")
+                        || message.contains("checkpoint request for unknown task")) {
                     declinedFinishing++;
                 } else {
                     failed++;
