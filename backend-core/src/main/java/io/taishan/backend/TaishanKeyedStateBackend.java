@@ -26,6 +26,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RunnableFuture;
+import java.util.function.IntPredicate;
 import java.util.stream.Stream;
 import javax.annotation.Nonnull;
 import javax.annotation.Nullable;
@@ -96,7 +97,8 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
             int timerCacheSize,
             boolean cacheEnabled,
             List<StateMetaInfoSnapshot> restoredStates,
-            BackendMetrics metrics) {}
+            BackendMetrics metrics,
+            IntPredicate startedEmpty) {}
 
     private final Parts parts;
     private final int keyGroupPrefixBytes;
@@ -160,7 +162,8 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
                                 keyGroupRange,
                                 numberOfKeyGroups,
                                 keyGroupPrefixBytes,
-                                parts.timerCacheSize());
+                                parts.timerCacheSize(),
+                                parts.startedEmpty());
         this.keyStreams =
                 new StateKeyStreams<>(
                         registered, parts.reader(), keySerializer, keyGroupPrefixBytes, leases);

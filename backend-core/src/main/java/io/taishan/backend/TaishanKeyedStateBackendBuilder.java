@@ -270,7 +270,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             timerCacheSize,
                             readPathConfig.cacheType() != CacheType.NONE,
                             restoredStates,
-                            metrics);
+                            metrics,
+                            // A canonical savepoint's entries (timers too) were loaded into them.
+                            canonical ? keyGroup -> false : opened::contains);
             TaishanKeyedStateBackend<K> backend =
                     new TaishanKeyedStateBackend<>(
                             kvStateRegistry,

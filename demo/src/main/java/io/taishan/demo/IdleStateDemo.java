@@ -4,7 +4,7 @@ import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
 import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.ScanPage;
-import io.taishan.kv.server.storage.ShardStore;
+import io.taishan.kv.server.storage.Shard;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.TableMeta;
 import io.taishan.kv.server.storage.TableStore;
@@ -173,7 +173,7 @@ public final class IdleStateDemo {
             TableStore table = engine.tableStore(meta.name());
             expired += table.expiredEntries();
             for (int s : table.existingShards()) {
-                ShardStore shard = table.shard(s);
+                Shard shard = table.shard(s);
                 long epoch = shard.epoch();
                 if (epoch == 0) {
                     continue;

@@ -183,6 +183,53 @@ public final class StateReader {
     }
 
     /**
+     * The first keys-only page of each of many ranges, each of one leased shard, as {@link
+     * #scanPage} answers them, with one remote call per kv-server node for all of them: a subtask
+     * that restored thousands of key groups reads the head of each one's timers this way. An entry
+     * is null where the node's answer reached its size bound: read that range with {@link
+     * #scanPage}.
+     */
+    public List<MergedPage> firstKeyPages(
+            List<ShardLease> leases, List<byte[]> starts, List<byte[]> ends, int limit) {
+        List<PendingRange> pendings = new ArrayList<>(leases.size());
+        List<KvStore.PageQuery> queries = new ArrayList<>(leases.size());
+        for (int i = 0; i < leases.size(); i++) {
+            // Pending first, as in scanPage.
+            PendingRange pending = queue.pendingRange(starts.get(i), ends.get(i), limit);
+            pendings.add(pending);
+            queries.add(
+                    new KvStore.PageQuery(
+                            leases.get(i),
+                            ScanRange.between(starts.get(i), pending.coveredEnd()),
+                            limit,
+                            true));
+        }
+        metrics.remoteScan();
+        List<KvStore.Page> pages = Uninterruptibly.call(() -> store.firstPages(queries));
+        List<MergedPage> merged = new ArrayList<>(pages.size());
+        for (int i = 0; i < pages.size(); i++) {
+            KvStore.Page page = pages.get(i);
+            if (page == null) {
+                merged.add(null);
+                continue;
+            }
+            PendingRange pending = pendings.get(i);
+            List<KvEntry> remote = page.entries();
+            byte[] pageEnd;
+            if (remote.size() < limit && !page.hasMore()) {
+                pageEnd = pending.coveredEnd();
+            } else if (remote.isEmpty()) {
+                pageEnd = starts.get(i);
+            } else {
+                pageEnd = successor(remote.get(remote.size() - 1).key());
+            }
+            boolean last = pageEnd.length == 0 || Arrays.equals(pageEnd, ends.get(i));
+            merged.add(new MergedPage(merge(remote, pending, pageEnd), last ? null : pageEnd));
+        }
+        return merged;
+    }
+
+    /**
      * A page merged from the server's and the pending writes'; {@code next} is where the next page
      * starts, null after the last.
      */

@@ -131,6 +131,11 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public List<Page> firstPages(List<PageQuery> queries) {
+        return timed(Kind.SCAN, () -> delegate.firstPages(queries));
+    }
+
+    @Override
     public WriteResult write(WriteBatch batch) {
         return timed(Kind.WRITE, () -> delegate.write(batch));
     }

@@ -74,6 +74,40 @@ public final class TaishanCachingPriorityQueueSet<E extends HeapPriorityQueueEle
         this.seekHint = prefix;
     }
 
+    ShardLease lease() {
+        return lease;
+    }
+
+    /** Where the set's keys are: {@code [prefix, rangeEnd)}. */
+    byte[] rangeStart() {
+        return prefix;
+    }
+
+    byte[] rangeEnd() {
+        return prefixEnd;
+    }
+
+    /** Before any use: the shard started empty, so has no element. */
+    void startEmpty() {
+        allElementsInCache = true;
+    }
+
+    /**
+     * Before any use: the first page of the set's keys (up to {@code cacheSize + 1}, from the start
+     * of its range), read for many sets at once, in place of the first refill.
+     */
+    void prefill(StateReader.MergedPage first) {
+        List<KvEntry> entries = first.entries();
+        for (int i = 0; i < entries.size() && i < cacheSize; i++) {
+            cache.add(entries.get(i).key());
+        }
+        allElementsInCache = first.next() == null && entries.size() <= cacheSize;
+    }
+
+    int cacheSize() {
+        return cacheSize;
+    }
+
     @Nullable
     @Override
     public E peek() {

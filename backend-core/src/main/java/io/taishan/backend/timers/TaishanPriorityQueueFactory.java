@@ -5,7 +5,14 @@ import io.taishan.backend.state.RegisteredStates;
 import io.taishan.backend.state.StateKeys;
 import io.taishan.backend.write.StateWriter;
 import io.taishan.kv.client.ShardLease;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
 import javax.annotation.Nonnull;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
@@ -35,6 +42,13 @@ public final class TaishanPriorityQueueFactory {
     private final int numberOfKeyGroups;
     private final int keyGroupPrefixBytes;
     private final int cacheSize;
+    private final IntPredicate startedEmpty;
+
+    /**
+     * The queues made so far: a second queue of one state (Flink makes one per name) may find
+     * elements the first one wrote, even in a shard that started empty.
+     */
+    private final Set<String> created = new HashSet<>();
 
     public TaishanPriorityQueueFactory(
             RegisteredStates registered,
@@ -44,7 +58,8 @@ public final class TaishanPriorityQueueFactory {
             KeyGroupRange keyGroupRange,
             int numberOfKeyGroups,
             int keyGroupPrefixBytes,
-            int cacheSize) {
+            int cacheSize,
+            IntPredicate startedEmpty) {
         this.registered = registered;
         this.reader = reader;
         this.writer = writer;
@@ -53,6 +68,7 @@ public final class TaishanPriorityQueueFactory {
         this.numberOfKeyGroups = numberOfKeyGroups;
         this.keyGroupPrefixBytes = keyGroupPrefixBytes;
         this.cacheSize = cacheSize;
+        this.startedEmpty = startedEmpty;
     }
 
     public <T extends HeapPriorityQueueElement & PriorityComparable<? super T> & Keyed<?>>
@@ -62,6 +78,29 @@ public final class TaishanPriorityQueueFactory {
                     boolean allowFutureMetadataUpdates) {
         int stateId = register(stateName, byteOrderedElementSerializer, allowFutureMetadataUpdates);
         byte[] stateIdBytes = StateKeys.stateIdBytes(stateId);
+        boolean first = created.add(stateName);
+        // Flink's queue peeks every key group's set as it is built: the sets of shards that
+        // started empty need no read, the others get their first page in one call per node.
+        Map<Integer, TaishanCachingPriorityQueueSet<T>> sets = new HashMap<>();
+        List<TaishanCachingPriorityQueueSet<T>> toRead = new ArrayList<>();
+        for (int keyGroup : keyGroupRange) {
+            TaishanCachingPriorityQueueSet<T> set =
+                    new TaishanCachingPriorityQueueSet<>(
+                            reader,
+                            writer,
+                            leaseOfKeyGroup.apply(keyGroup),
+                            stateIdBytes,
+                            keyGroupPrefixBytes,
+                            byteOrderedElementSerializer,
+                            cacheSize);
+            if (first && startedEmpty.test(keyGroup)) {
+                set.startEmpty();
+            } else {
+                toRead.add(set);
+            }
+            sets.put(keyGroup, set);
+        }
+        prefill(toRead);
         return new KeyGroupPartitionedPriorityQueue<>(
                 KeyExtractorFunction.forKeyedObjects(),
                 PriorityComparator.forPriorityComparableObjects(),
@@ -74,18 +113,35 @@ public final class TaishanPriorityQueueFactory {
                             int numKeyGroups,
                             @Nonnull KeyExtractorFunction<T> keyExtractor,
                             @Nonnull PriorityComparator<T> elementPriorityComparator) {
-                        return new TaishanCachingPriorityQueueSet<>(
-                                reader,
-                                writer,
-                                leaseOfKeyGroup.apply(keyGroupId),
-                                stateIdBytes,
-                                keyGroupPrefixBytes,
-                                byteOrderedElementSerializer,
-                                cacheSize);
+                        return sets.get(keyGroupId);
                     }
                 },
                 keyGroupRange,
                 numberOfKeyGroups);
+    }
+
+    /** Reads the first page of each set's keys, in one call per node (see the read path). */
+    private <T extends HeapPriorityQueueElement> void prefill(
+            List<TaishanCachingPriorityQueueSet<T>> sets) {
+        if (sets.isEmpty()) {
+            return;
+        }
+        List<ShardLease> leases = new ArrayList<>(sets.size());
+        List<byte[]> starts = new ArrayList<>(sets.size());
+        List<byte[]> ends = new ArrayList<>(sets.size());
+        for (TaishanCachingPriorityQueueSet<T> set : sets) {
+            leases.add(set.lease());
+            starts.add(set.rangeStart());
+            ends.add(set.rangeEnd());
+        }
+        List<StateReader.MergedPage> pages =
+                reader.firstKeyPages(leases, starts, ends, cacheSize + 1);
+        for (int i = 0; i < sets.size(); i++) {
+            StateReader.MergedPage page = pages.get(i);
+            if (page != null) {
+                sets.get(i).prefill(page);
+            }
+        }
     }
 
     /**

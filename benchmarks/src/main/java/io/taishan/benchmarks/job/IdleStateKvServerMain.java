@@ -5,7 +5,7 @@ import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
 import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.ScanPage;
-import io.taishan.kv.server.storage.ShardStore;
+import io.taishan.kv.server.storage.Shard;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.TableMeta;
 import io.taishan.kv.server.storage.TableStore;
@@ -130,7 +130,7 @@ public final class IdleStateKvServerMain {
 
     private static void count(TableStore table, long[] live) {
         for (int s : table.existingShards()) {
-            ShardStore shard = table.shard(s);
+            Shard shard = table.shard(s);
             long epoch = shard.epoch();
             if (epoch == 0) {
                 continue;

@@ -26,6 +26,7 @@ import io.taishan.kv.proto.GetResponse;
 import io.taishan.kv.proto.HealthRequest;
 import io.taishan.kv.proto.HealthResponse;
 import io.taishan.kv.proto.KeyRef;
+import io.taishan.kv.proto.KeyValue;
 import io.taishan.kv.proto.KvServiceGrpc;
 import io.taishan.kv.proto.KvServiceGrpc.KvServiceBlockingStub;
 import io.taishan.kv.proto.KvServiceGrpc.KvServiceFutureStub;
@@ -34,6 +35,8 @@ import io.taishan.kv.proto.ListSnapshotsResponse;
 import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
+import io.taishan.kv.proto.MultiScanRequest;
+import io.taishan.kv.proto.MultiScanResponse;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardsRequest;
 import io.taishan.kv.proto.OpenShardsResponse;
@@ -529,6 +532,101 @@ public final class GrpcKvStore implements KvStore, ShardFilterStore, TtlStore {
                 request -> scanPage(lease, request),
                 key -> readChunked(lease, key),
                 () -> router.nodeFor(lease.table(), lease.shard()).address());
+    }
+
+    /** Scans per MultiScan call: bounds the request, whatever the number of shards. */
+    static final int SCANS_PER_CALL = 4096;
+
+    @Override
+    public List<Page> firstPages(List<PageQuery> queries) {
+        ensureOpen();
+        if (queries.isEmpty()) {
+            return new ArrayList<>();
+        }
+        String table = queries.get(0).lease().table();
+        TableInfo info = router.tableInfo(table);
+        Map<KvNode, List<Integer>> byNode = new LinkedHashMap<>();
+        for (int i = 0; i < queries.size(); i++) {
+            PageQuery q = queries.get(i);
+            if (!q.lease().table().equals(table)) {
+                throw new IllegalArgumentException(
+                        "one firstPages call covers one table, got '"
+                                + table
+                                + "' and '"
+                                + q.lease().table()
+                                + "'");
+            }
+            byNode.computeIfAbsent(router.nodeFor(info, q.lease().shard()), n -> new ArrayList<>())
+                    .add(i);
+        }
+        List<List<Integer>> chunks = new ArrayList<>();
+        List<CompletableFuture<MultiScanResponse>> pending = new ArrayList<>();
+        for (Map.Entry<KvNode, List<Integer>> entry : byNode.entrySet()) {
+            List<Integer> indexes = entry.getValue();
+            for (int from = 0; from < indexes.size(); from += SCANS_PER_CALL) {
+                List<Integer> chunk =
+                        indexes.subList(from, Math.min(indexes.size(), from + SCANS_PER_CALL));
+                MultiScanRequest.Builder request = MultiScanRequest.newBuilder().setTable(table);
+                for (int i : chunk) {
+                    PageQuery q = queries.get(i);
+                    request.addScans(
+                            ScanRequest.newBuilder()
+                                    .setTable(table)
+                                    .setShard(shardRef(q.lease()))
+                                    .setStartKey(
+                                            UnsafeByteOperations.unsafeWrap(
+                                                    q.range().startUnsafe()))
+                                    .setEndKey(
+                                            UnsafeByteOperations.unsafeWrap(q.range().endUnsafe()))
+                                    .setLimit(q.limit())
+                                    .setKeysOnly(q.keysOnly()));
+                }
+                MultiScanRequest built = request.build();
+                chunks.add(chunk);
+                pending.add(
+                        caller.unaryAsync(
+                                entry.getKey(),
+                                KvNode.Lane.READ,
+                                KvServiceGrpc.getMultiScanMethod(),
+                                built,
+                                true,
+                                r -> "MultiScan(" + table + ", " + r.getScansCount() + " scans)"));
+            }
+        }
+        List<Page> pages = new ArrayList<>(queries.size());
+        for (int i = 0; i < queries.size(); i++) {
+            pages.add(null);
+        }
+        List<MultiScanResponse> responses = awaitAll(pending, table);
+        for (int c = 0; c < chunks.size(); c++) {
+            List<Integer> chunk = chunks.get(c);
+            MultiScanResponse response = responses.get(c);
+            for (int j = 0; j < response.getPagesCount() && j < chunk.size(); j++) {
+                int i = chunk.get(j);
+                pages.set(i, toPage(queries.get(i), response.getPages(j)));
+            }
+        }
+        return pages;
+    }
+
+    /** A page of a MultiScan; a value too large to travel inline is read on its own. */
+    private Page toPage(PageQuery query, ScanResponse response) {
+        List<KvEntry> entries = new ArrayList<>(response.getEntriesCount());
+        for (KeyValue kv : response.getEntriesList()) {
+            byte[] value;
+            if (query.keysOnly()) {
+                value = new byte[0];
+            } else if (kv.getValueChunked()) {
+                value = readChunked(query.lease(), kv.getKey());
+                if (value == null) {
+                    continue;
+                }
+            } else {
+                value = kv.getValue().toByteArray();
+            }
+            entries.add(new KvEntry(kv.getKey().toByteArray(), value));
+        }
+        return new Page(entries, response.getHasMore());
     }
 
     private ScanResponse scanPage(ShardLease lease, ScanRequest request) {

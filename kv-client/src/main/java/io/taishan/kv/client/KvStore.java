@@ -77,6 +77,21 @@ public interface KvStore extends AutoCloseable {
     CloseableIterator<KvEntry> scan(
             ShardLease lease, ScanRange range, int pageSize, boolean keysOnly);
 
+    /**
+     * One scan of {@link #firstPages}: a range of one leased shard, at most {@code limit} entries.
+     */
+    record PageQuery(ShardLease lease, ScanRange range, int limit, boolean keysOnly) {}
+
+    /** The first page of a scan; {@code hasMore} when the range holds more entries than it. */
+    record Page(List<KvEntry> entries, boolean hasMore) {}
+
+    /**
+     * The first page of each scan (all of one table), in one call per node: what a subtask that
+     * restored many shards needs of each (the heads of its timer queues), without a call per shard.
+     * A page is null where the node's answer reached its size bound: scan that one on its own.
+     */
+    List<Page> firstPages(List<PageQuery> queries);
+
     // ---- writes
 
     /** Applies the batch; returns once every touched shard has applied it. */

@@ -10,6 +10,7 @@ import io.taishan.kv.client.GrpcKvStore;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.KvException;
+import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.LimitExceededException;
 import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ScanRange;
@@ -353,6 +354,48 @@ class KvStoreEndToEndTest {
                 .isInstanceOf(SnapshotNotFoundException.class)
                 .hasMessageContaining("snapshot 2 of table '" + t + "' shard 1 not found");
         assertThat(kv.listSnapshots(t, 1)).extracting(SnapshotInfo::snapshotId).containsExactly(4L);
+    }
+
+    @Test
+    void theFirstPagesOfManyShardsComeBackInOrderFromOneCall(TestInfo info) {
+        String t = tableFor(info);
+        kv.createTable(t, 64);
+        int[] shards = new int[64];
+        for (int s = 0; s < shards.length; s++) {
+            shards[s] = s;
+        }
+        List<ShardLease> leases = kv.openShards(t, shards, "writer", false);
+        WriteBatch batch = new WriteBatch(t);
+        for (ShardLease lease : leases) {
+            // Shard s holds s keys under "p/" and one outside the scanned range.
+            for (int k = 0; k < lease.shard(); k++) {
+                batch.put(lease, b(String.format("p/%03d", k)), b("v" + lease.shard()));
+            }
+            batch.put(lease, b("q/outside"), b("x"));
+        }
+        kv.write(batch);
+        List<KvStore.PageQuery> queries = new ArrayList<>();
+        for (int s = 63; s >= 0; s--) {
+            queries.add(
+                    new KvStore.PageQuery(leases.get(s), ScanRange.prefix(b("p/")), 5, s % 2 == 0));
+        }
+        List<KvStore.Page> pages = kv.firstPages(queries);
+        assertThat(pages).hasSize(64);
+        for (int i = 0; i < pages.size(); i++) {
+            int shard = 63 - i;
+            KvStore.Page page = pages.get(i);
+            assertThat(page.entries())
+                    .extracting(e -> new String(e.key(), StandardCharsets.UTF_8))
+                    .as("shard %d", shard)
+                    .containsExactlyElementsOf(
+                            java.util.stream.IntStream.range(0, Math.min(5, shard))
+                                    .mapToObj(k -> String.format("p/%03d", k))
+                                    .toList());
+            assertThat(page.hasMore()).as("shard %d", shard).isEqualTo(shard > 5);
+            if (shard % 2 == 1 && shard > 0) {
+                assertThat(page.entries().get(0).value()).isEqualTo(b("v" + shard));
+            }
+        }
     }
 
     @Test

@@ -13,6 +13,7 @@ import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.KvServiceGrpc;
 import io.taishan.kv.proto.ListSnapshotsRequest;
 import io.taishan.kv.proto.MultiGetRequest;
+import io.taishan.kv.proto.MultiScanRequest;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardsRequest;
 import io.taishan.kv.proto.RegisterTtlStatesRequest;
@@ -81,6 +82,8 @@ final class CallRules {
         table(KvServiceGrpc.getGetMethod(), GetRequest::getTable);
         table(KvServiceGrpc.getMultiGetMethod(), MultiGetRequest::getTable);
         table(KvServiceGrpc.getScanMethod(), ScanRequest::getTable);
+        // The service refuses a MultiScan whose scans name another table than this one.
+        table(KvServiceGrpc.getMultiScanMethod(), MultiScanRequest::getTable);
         table(KvServiceGrpc.getWriteMethod(), WriteRequest::getTable);
         table(KvServiceGrpc.getReadValueMethod(), GetRequest::getTable);
         // Every message names the table, so each chunk is checked as the header is.

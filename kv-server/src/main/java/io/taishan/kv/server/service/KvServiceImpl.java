@@ -41,6 +41,8 @@ import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.ListTablesResponse;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
+import io.taishan.kv.proto.MultiScanRequest;
+import io.taishan.kv.proto.MultiScanResponse;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardResponse;
 import io.taishan.kv.proto.OpenShardsRequest;
@@ -477,56 +479,91 @@ public final class KvServiceImpl extends KvServiceGrpc.KvServiceImplBase {
 
     @Override
     public void scan(ScanRequest request, StreamObserver<ScanResponse> response) {
+        respond(response, "Scan", true, () -> scanPage(table(request.getTable()), request));
+    }
+
+    /**
+     * The first page of each scan, in order, until the answer holds a request's worth of bytes; the
+     * scans after that get no page and are asked again by the client.
+     */
+    @Override
+    public void multiScan(MultiScanRequest request, StreamObserver<MultiScanResponse> response) {
         respond(
                 response,
-                "Scan",
+                "MultiScan",
                 true,
                 () -> {
                     TableStore table = table(request.getTable());
-                    Shard shard = ownedShard(table, request.getShard().getShard());
-                    checkScanBound(request.getStartKey(), shard);
-                    checkScanBound(request.getEndKey(), shard);
-                    checkScanBound(request.getPrefix(), shard);
-                    if (request.getLimit() < 0) {
-                        throw KvServerException.invalid(
-                                "Scan of " + shard + ": negative page limit " + request.getLimit());
+                    if (!limits.opCountFits(request.getScansCount())) {
+                        throw limits.tooManyOps(
+                                request.getScansCount(),
+                                "MultiScan on table '" + table.name() + "'");
                     }
-                    if (!request.getEndKey().isEmpty()
-                            && ByteString.unsignedLexicographicalComparator()
-                                            .compare(request.getStartKey(), request.getEndKey())
-                                    > 0) {
-                        throw KvServerException.invalid(
-                                "Scan of " + shard + ": start key is after end key (bad range)");
-                    }
-                    ScanPage page =
-                            shard.scanInline(
-                                    request.getShard().getEpoch(),
-                                    request.getStartKey().toByteArray(),
-                                    request.getEndKey().toByteArray(),
-                                    request.getPrefix().toByteArray(),
-                                    limits.scanPageEntries(request.getLimit()),
-                                    limits.scanPageBytes(),
-                                    request.getKeysOnly(),
-                                    limits.maxInlineValueBytes());
-                    // Wrapped, not copied: the iterator made every key and value array for this
-                    // page (the empty value of a keys-only scan is shared, and never written).
-                    ScanResponse.Builder b = ScanResponse.newBuilder().setHasMore(page.hasMore());
-                    for (ScanPage.Entry e : page.entries()) {
-                        KeyValue.Builder kv =
-                                KeyValue.newBuilder()
-                                        .setKey(UnsafeByteOperations.unsafeWrap(e.key()));
-                        if (e.value() == Shard.CHUNKED) {
-                            kv.setValueChunked(true);
-                        } else {
-                            kv.setValue(UnsafeByteOperations.unsafeWrap(e.value()));
+                    MultiScanResponse.Builder b = MultiScanResponse.newBuilder();
+                    long bytes = 0;
+                    for (ScanRequest scan : request.getScansList()) {
+                        if (!scan.getTable().equals(table.name())) {
+                            throw KvServerException.invalid(
+                                    "MultiScan on table '"
+                                            + table.name()
+                                            + "' holds a scan of table '"
+                                            + scan.getTable()
+                                            + "'");
                         }
-                        b.addEntries(kv);
-                    }
-                    if (page.hasMore()) {
-                        b.setNextStartKey(UnsafeByteOperations.unsafeWrap(page.nextStartKey()));
+                        if (bytes >= limits.maxRequestBytes()) {
+                            break;
+                        }
+                        ScanResponse page = scanPage(table, scan);
+                        bytes += page.getSerializedSize();
+                        b.addPages(page);
                     }
                     return b.build();
                 });
+    }
+
+    private ScanResponse scanPage(TableStore table, ScanRequest request) {
+        Shard shard = ownedShard(table, request.getShard().getShard());
+        checkScanBound(request.getStartKey(), shard);
+        checkScanBound(request.getEndKey(), shard);
+        checkScanBound(request.getPrefix(), shard);
+        if (request.getLimit() < 0) {
+            throw KvServerException.invalid(
+                    "Scan of " + shard + ": negative page limit " + request.getLimit());
+        }
+        if (!request.getEndKey().isEmpty()
+                && ByteString.unsignedLexicographicalComparator()
+                                .compare(request.getStartKey(), request.getEndKey())
+                        > 0) {
+            throw KvServerException.invalid(
+                    "Scan of " + shard + ": start key is after end key (bad range)");
+        }
+        ScanPage page =
+                shard.scanInline(
+                        request.getShard().getEpoch(),
+                        request.getStartKey().toByteArray(),
+                        request.getEndKey().toByteArray(),
+                        request.getPrefix().toByteArray(),
+                        limits.scanPageEntries(request.getLimit()),
+                        limits.scanPageBytes(),
+                        request.getKeysOnly(),
+                        limits.maxInlineValueBytes());
+        // Wrapped, not copied: the iterator made every key and value array for this page (the
+        // empty value of a keys-only scan is shared, and never written).
+        ScanResponse.Builder b = ScanResponse.newBuilder().setHasMore(page.hasMore());
+        for (ScanPage.Entry e : page.entries()) {
+            KeyValue.Builder kv =
+                    KeyValue.newBuilder().setKey(UnsafeByteOperations.unsafeWrap(e.key()));
+            if (e.value() == Shard.CHUNKED) {
+                kv.setValueChunked(true);
+            } else {
+                kv.setValue(UnsafeByteOperations.unsafeWrap(e.value()));
+            }
+            b.addEntries(kv);
+        }
+        if (page.hasMore()) {
+            b.setNextStartKey(UnsafeByteOperations.unsafeWrap(page.nextStartKey()));
+        }
+        return b.build();
     }
 
     private void checkScanBound(ByteString bound, Shard shard) {

@@ -41,6 +41,7 @@ import io.taishan.kv.proto.KvServiceGrpc.KvServiceBlockingStub;
 import io.taishan.kv.proto.ListSnapshotsRequest;
 import io.taishan.kv.proto.ListTablesRequest;
 import io.taishan.kv.proto.MultiGetRequest;
+import io.taishan.kv.proto.MultiScanRequest;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.OpenShardsRequest;
 import io.taishan.kv.proto.Put;
@@ -288,6 +289,17 @@ class TokenAuthEndToEndTest {
                                         .setTable("team_b_t")
                                         .setSnapshotId(10)
                                         .addShards(0)
+                                        .build()));
+        calls.put(
+                "MultiScan",
+                s ->
+                        s.multiScan(
+                                MultiScanRequest.newBuilder()
+                                        .setTable("team_b_t")
+                                        .addScans(
+                                                ScanRequest.newBuilder()
+                                                        .setTable("team_b_t")
+                                                        .setShard(bRef))
                                         .build()));
         calls.put("Get", s -> s.get(get(bLease, "k")));
         calls.put(
