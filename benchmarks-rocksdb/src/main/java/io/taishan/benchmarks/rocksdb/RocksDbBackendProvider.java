@@ -3,6 +3,7 @@ package io.taishan.benchmarks.rocksdb;
 import io.taishan.benchmarks.state.BackendSettings;
 import io.taishan.benchmarks.state.BackendUnderTest;
 import io.taishan.benchmarks.state.BenchmarkBackendProvider;
+import io.taishan.benchmarks.state.StateHome;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -52,6 +53,11 @@ public final class RocksDbBackendProvider implements BenchmarkBackendProvider {
                 return "EmbeddedRocksDBStateBackend (incremental checkpoints, no managed memory,"
                         + " default options) in "
                         + dbDir;
+            }
+
+            @Override
+            public StateHome stateHome() {
+                return StateHome.taskJvm(dbDir);
             }
 
             @Override

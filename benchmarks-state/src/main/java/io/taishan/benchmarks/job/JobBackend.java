@@ -28,6 +28,11 @@ public interface JobBackend extends AutoCloseable {
         return List.of();
     }
 
+    /** The pid of a store process the backend runs on (a kv-server child JVM), or -1. */
+    default long serverPid() {
+        return -1;
+    }
+
     @Override
     void close() throws Exception;
 

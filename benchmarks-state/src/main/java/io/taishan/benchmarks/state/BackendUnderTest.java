@@ -38,6 +38,20 @@ public interface BackendUnderTest extends AutoCloseable {
         return null;
     }
 
+    /**
+     * The calls that a keyed backend has made to a server so far, by kind as its metrics name them
+     * ({@code get}, {@code write}, {@code open_shard}, ...), zero counts left out; empty for a
+     * backend without a server. Read from the metrics it registered in {@code metrics}.
+     */
+    default Map<String, Long> rpcsByKind(CapturingMetricGroup metrics) {
+        return Map.of();
+    }
+
+    /** Where the state lives: by default the task's JVM, with no files (a heap backend). */
+    default StateHome stateHome() {
+        return StateHome.taskJvm(null);
+    }
+
     @Override
     void close() throws Exception;
 

@@ -22,10 +22,10 @@ import org.apache.flink.util.SimpleUserCodeClassLoader;
  * task makes it, so the few answers it needs are given, and anything else fails with the method's
  * name rather than pulling Flink's test utilities (and their JUnit and Testcontainers) in.
  */
-final class BenchmarkTaskEnvironment {
+public final class BenchmarkTaskEnvironment {
     private BenchmarkTaskEnvironment() {}
 
-    static Environment create(JobID jobId, File workDir, Map<String, Object> extra) {
+    public static Environment create(JobID jobId, File workDir, Map<String, Object> extra) {
         Map<String, Object> taskManager = new HashMap<>();
         taskManager.put("getConfiguration", new Configuration());
         taskManager.put("getTmpWorkingDirectory", workDir);

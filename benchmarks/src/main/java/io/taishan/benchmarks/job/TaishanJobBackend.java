@@ -67,6 +67,11 @@ public final class TaishanJobBackend implements JobBackend.Provider {
             }
 
             @Override
+            public long serverPid() {
+                return server.pid();
+            }
+
+            @Override
             public List<StoreSample> storeSamples() {
                 close();
                 if (!Files.exists(samples)) {

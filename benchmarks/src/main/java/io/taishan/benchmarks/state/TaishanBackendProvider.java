@@ -3,11 +3,13 @@ package io.taishan.benchmarks.state;
 import io.taishan.backend.TaishanStateBackendFactory;
 import io.taishan.benchmarks.kv.ChildKvServer;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.metrics.Counter;
@@ -49,10 +51,9 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
 
     @Override
     public BackendUnderTest open(String backend, BackendSettings settings) throws Exception {
+        Path dataDir = Files.createDirectories(settings.workDir().resolve("kv-data"));
         ChildKvServer server =
-                ChildKvServer.start(
-                        Files.createDirectories(settings.workDir().resolve("kv-data")),
-                        settings.workDir().resolve("kv-server.log"));
+                ChildKvServer.start(dataDir, settings.workDir().resolve("kv-server.log"));
         try {
             Map<String, String> options = new LinkedHashMap<>();
             options.put(KV_ADDRESS, server.address());
@@ -79,7 +80,7 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
             // Asked for by every keyed backend; used only when the cache takes managed memory,
             // which this benchmark never lets it do: it sizes the cache with taishan.cache.size.
             MemoryManager memoryManager = MemoryManager.create(MANAGED_MEMORY_BYTES, PAGE_SIZE);
-            return new Remote(taishan, description, server, memoryManager);
+            return new Remote(taishan, description, server, dataDir, memoryManager);
         } catch (Exception | Error e) {
             server.close();
             throw e;
@@ -90,17 +91,48 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         private final StateBackend backend;
         private final String description;
         private final ChildKvServer server;
+        private final Path dataDir;
         private final MemoryManager memoryManager;
 
         Remote(
                 StateBackend backend,
                 String description,
                 ChildKvServer server,
+                Path dataDir,
                 MemoryManager memoryManager) {
             this.backend = backend;
             this.description = description;
             this.server = server;
+            this.dataDir = dataDir;
             this.memoryManager = memoryManager;
+        }
+
+        @Override
+        public StateHome stateHome() {
+            return new StateHome("kv-server child JVM", server.pid(), dataDir);
+        }
+
+        @Override
+        public Map<String, Long> rpcsByKind(CapturingMetricGroup metrics) {
+            // Every kind the backend counts, found by name: the set of kinds may change with the
+            // backend, and a harness comparing two versions must count what each one calls.
+            Map<String, Long> byKind = new TreeMap<>();
+            metrics.metrics()
+                    .forEach(
+                            (name, metric) -> {
+                                if (name.startsWith(RPC_GROUP)
+                                        && name.endsWith(COUNT)
+                                        && metric instanceof Counter counter
+                                        && counter.getCount() > 0) {
+                                    byKind.merge(
+                                            name.substring(
+                                                    RPC_GROUP.length(),
+                                                    name.length() - COUNT.length()),
+                                            counter.getCount(),
+                                            Long::sum);
+                                }
+                            });
+            return byKind;
         }
 
         @Override

@@ -96,6 +96,73 @@ class TableDensityTest {
         }
     }
 
+    /**
+     * A node's share of 8 operators of 32,768 key groups each (262,144 shards), each table leased
+     * by 2 subtasks, every shard written once and checkpointed: what the node then holds open and
+     * on disk, and the memory its shards' state takes.
+     */
+    @org.junit.jupiter.api.Test
+    void eightOperatorsOf32768KeyGroupsFitOneNode() throws Exception {
+        int tables = 8;
+        int writers = 2;
+        long emptyDisk = allocatedBytes(dir);
+        long fdsBefore = openFileDescriptors();
+        Runtime rt = Runtime.getRuntime();
+        System.gc();
+        long heapBefore = rt.totalMemory() - rt.freeMemory();
+        try (StorageEngine engine = StorageEngine.open(StorageOptions.defaults(dir))) {
+            for (int t = 0; t < tables; t++) {
+                engine.createTable("op" + t, SHARDS, false);
+                TableStore table = engine.tableStore("op" + t);
+                int perWriter = SHARDS / writers;
+                for (int w = 0; w < writers; w++) {
+                    int[] shards = new int[perWriter];
+                    for (int i = 0; i < perWriter; i++) {
+                        shards[i] = w * perWriter + i;
+                    }
+                    long epoch = table.openShards("writer-" + w, shards, false)[0];
+                    List<TableWrite.ShardOps> writes = new ArrayList<>(perWriter);
+                    for (int s : shards) {
+                        writes.add(
+                                new TableWrite.ShardOps(
+                                        s,
+                                        epoch,
+                                        List.<WriteOp>of(put("k", "v"), marker(1, false))));
+                    }
+                    table.write(writes, x -> null);
+                }
+            }
+            System.gc();
+            long heap = rt.totalMemory() - rt.freeMemory() - heapBefore;
+            long disk = allocatedBytes(dir) - emptyDisk;
+            long files;
+            try (Stream<Path> all = Files.walk(dir)) {
+                files = all.filter(Files::isRegularFile).count();
+            }
+            long fds = openFileDescriptors() - fdsBefore;
+            System.out.printf(
+                    "%d tables x %d shards (%d shards), %d writers each: %d open stores, %d KiB of"
+                            + " disk, %d files, %d more file descriptors, %d KiB more heap,"
+                            + " %d KiB of filters%n",
+                    tables,
+                    SHARDS,
+                    tables * SHARDS,
+                    writers,
+                    engine.openStoreCount(),
+                    disk >> 10,
+                    files,
+                    fds,
+                    heap >> 10,
+                    engine.filterBytes() >> 10);
+            assertThat(engine.openStoreCount()).isEqualTo(tables * writers);
+            if (fds >= 0) {
+                assertThat(fds).isLessThan(tables * writers * 16L);
+            }
+            assertThat(files).isLessThan(tables * writers * 20L);
+            assertThat(engine.filterBytes()).isLessThan(tables * SHARDS * 256L);
+        }
+    }
+
     private static long openFileDescriptors() {
         String[] fds = Path.of("/proc/self/fd").toFile().list();
         return fds == null ? -1 : fds.length;
