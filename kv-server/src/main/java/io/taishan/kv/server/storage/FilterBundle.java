@@ -4,7 +4,6 @@ import io.taishan.bloom.FilterFormatException;
 import io.taishan.bloom.FilterSizing;
 import io.taishan.bloom.RebuildingFilter;
 import java.io.BufferedOutputStream;
-import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -17,6 +16,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.IntFunction;
+import javax.annotation.Nullable;
 
 /**
  * The filters of several shards in one file: {@value #LIVE_FILE_NAME} in a store's live directory
@@ -51,22 +51,22 @@ final class FilterBundle {
             throws IOException {
         try (FileChannel ch =
                 FileChannel.open(target, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            CountingOutput counting = new CountingOutput(Channels.newOutputStream(ch));
-            DataOutputStream out = new DataOutputStream(new BufferedOutputStream(counting, BUFFER));
+            // Counted above the buffer: offsets without a flush (a write call) per filter.
+            CountingOutput counting =
+                    new CountingOutput(
+                            new BufferedOutputStream(Channels.newOutputStream(ch), BUFFER));
+            DataOutputStream out = new DataOutputStream(counting);
             out.writeInt(MAGIC);
             out.writeInt(VERSION);
             long[] offsets = new long[shards.length];
             long[] lengths = new long[shards.length];
             for (int i = 0; i < shards.length; i++) {
-                out.flush();
                 offsets[i] = counting.count;
                 try (FilterCopy copy = copyOf.apply(shards[i])) {
                     copy.snapshot().writeTo(out);
                 }
-                out.flush();
                 lengths[i] = counting.count - offsets[i];
             }
-            out.flush();
             long indexOffset = counting.count;
             out.writeInt(shards.length);
             for (int i = 0; i < shards.length; i++) {
@@ -81,29 +81,101 @@ final class FilterBundle {
         }
     }
 
-    /** Where each shard's filter is in a bundle. */
-    record Index(Map<Integer, long[]> offsetAndLength) {
+    /**
+     * A bundle opened for reading: its index, and its bytes mapped once for all its filters, so
+     * loading the filters of a store of 32,768 shards is one open and one mapping, not one of each
+     * per shard (a bundle over 2 GiB, which one mapping cannot hold, maps each filter's region).
+     * Close it when done; a mapping already made stays readable until it is collected.
+     */
+    static final class Reader implements AutoCloseable {
+        private final Path file;
+        private final FileChannel channel;
+        @Nullable private final ByteBuffer whole;
+        private final Map<Integer, long[]> offsetAndLength;
+
+        private Reader(
+                Path file,
+                FileChannel channel,
+                @Nullable ByteBuffer whole,
+                Map<Integer, long[]> offsetAndLength) {
+            this.file = file;
+            this.channel = channel;
+            this.whole = whole;
+            this.offsetAndLength = offsetAndLength;
+        }
+
+        Path file() {
+            return file;
+        }
+
         boolean contains(int shard) {
             return offsetAndLength.containsKey(shard);
         }
+
+        /** The bytes of {@code shard}'s filter in the file, or 0 if it has none. */
+        long length(int shard) {
+            long[] at = offsetAndLength.get(shard);
+            return at == null ? 0 : at[1];
+        }
+
+        /**
+         * Loads one shard's filter; the caller closes it.
+         *
+         * @throws FilterFormatException if that part of the file is not exactly one readable filter
+         */
+        RebuildingFilter read(int shard, FilterSizing sizing) throws IOException {
+            long[] at = offsetAndLength.get(shard);
+            if (at == null) {
+                throw new FilterFormatException("no filter of shard " + shard + " in " + file);
+            }
+            if (at[1] > Integer.MAX_VALUE) {
+                throw new FilterFormatException(
+                        "the filter of shard " + shard + " in " + file + " exceeds 2 GiB");
+            }
+            ByteBuffer slice =
+                    whole != null
+                            ? whole.slice((int) at[0], (int) at[1])
+                            : channel.map(FileChannel.MapMode.READ_ONLY, at[0], at[1]);
+            RebuildingFilter filter = RebuildingFilter.readFrom(sizing, new SliceInput(slice));
+            if (slice.hasRemaining()) {
+                filter.close();
+                throw new FilterFormatException(
+                        "bytes after the filter of shard " + shard + " in " + file);
+            }
+            return filter;
+        }
+
+        @Override
+        public void close() throws IOException {
+            channel.close();
+        }
     }
 
-    static Index readIndex(Path file) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+    /**
+     * Opens a bundle for reading.
+     *
+     * @throws FilterFormatException if its footer or index is not valid
+     */
+    static Reader open(Path file) throws IOException {
+        FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
+        try {
             long size = ch.size();
             if (size < HEADER_BYTES + FOOTER_BYTES) {
                 throw new FilterFormatException("filter bundle " + file + " is truncated");
             }
-            ByteBuffer footer = ByteBuffer.allocate(FOOTER_BYTES);
-            readFully(ch, footer, size - FOOTER_BYTES);
-            footer.flip();
+            ByteBuffer footer =
+                    ch.map(FileChannel.MapMode.READ_ONLY, size - FOOTER_BYTES, FOOTER_BYTES);
             long indexOffset = footer.getLong();
-            if (footer.getInt() != MAGIC || indexOffset < HEADER_BYTES || indexOffset > size) {
+            if (footer.getInt() != MAGIC
+                    || indexOffset < HEADER_BYTES
+                    || indexOffset > size - FOOTER_BYTES) {
                 throw new FilterFormatException("filter bundle " + file + " has no valid footer");
             }
-            ByteBuffer index = ByteBuffer.allocate((int) (size - FOOTER_BYTES - indexOffset));
-            readFully(ch, index, indexOffset);
-            index.flip();
+            long indexBytes = size - FOOTER_BYTES - indexOffset;
+            if (indexBytes < 4 || indexBytes > Integer.MAX_VALUE) {
+                throw new FilterFormatException("filter bundle " + file + " has a bad index");
+            }
+            ByteBuffer index = ch.map(FileChannel.MapMode.READ_ONLY, indexOffset, indexBytes);
             int count = index.getInt();
             if (count < 0 || index.remaining() != count * 20L) {
                 throw new FilterFormatException("filter bundle " + file + " has a bad index");
@@ -113,49 +185,47 @@ final class FilterBundle {
                 int shard = index.getInt();
                 long offset = index.getLong();
                 long length = index.getLong();
-                if (offset < HEADER_BYTES || offset + length > indexOffset) {
+                if (offset < HEADER_BYTES || length < 0 || offset + length > indexOffset) {
                     throw new FilterFormatException(
                             "filter bundle " + file + ": shard " + shard + " out of bounds");
                 }
                 entries.put(shard, new long[] {offset, length});
             }
-            return new Index(entries);
+            ByteBuffer whole =
+                    indexOffset <= Integer.MAX_VALUE
+                            ? ch.map(FileChannel.MapMode.READ_ONLY, 0, indexOffset)
+                            : null;
+            return new Reader(file, ch, whole, entries);
+        } catch (IOException | RuntimeException e) {
+            ch.close();
+            throw e;
         }
     }
 
-    /**
-     * Loads one shard's filter; the caller closes it.
-     *
-     * @throws FilterFormatException if that part of the file is not exactly one readable filter
-     */
-    static RebuildingFilter read(Path file, Index index, int shard, FilterSizing sizing)
-            throws IOException {
-        long[] at = index.offsetAndLength().get(shard);
-        if (at == null) {
-            throw new FilterFormatException("no filter of shard " + shard + " in " + file);
-        }
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            ch.position(at[0]);
-            InputStream bounded = new BoundedInput(Channels.newInputStream(ch), at[1]);
-            DataInputStream in = new DataInputStream(new java.io.BufferedInputStream(bounded));
-            RebuildingFilter filter = RebuildingFilter.readFrom(sizing, in);
-            if (in.read() != -1) {
-                filter.close();
-                throw new FilterFormatException(
-                        "bytes after the filter of shard " + shard + " in " + file);
-            }
-            return filter;
-        }
-    }
+    /** An input stream over a buffer's remaining bytes, consuming them. */
+    private static final class SliceInput extends InputStream {
+        private final ByteBuffer slice;
 
-    private static void readFully(FileChannel ch, ByteBuffer into, long position)
-            throws IOException {
-        while (into.hasRemaining()) {
-            int n = ch.read(into, position);
-            if (n < 0) {
-                throw new FilterFormatException("unexpected end of filter bundle");
+        SliceInput(ByteBuffer slice) {
+            this.slice = slice;
+        }
+
+        @Override
+        public int read() {
+            return slice.hasRemaining() ? slice.get() & 0xff : -1;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) {
+            if (len == 0) {
+                return 0;
             }
-            position += n;
+            if (!slice.hasRemaining()) {
+                return -1;
+            }
+            int n = Math.min(len, slice.remaining());
+            slice.get(b, off, n);
+            return n;
         }
     }
 
@@ -182,40 +252,6 @@ final class FilterBundle {
         @Override
         public void flush() throws IOException {
             out.flush();
-        }
-    }
-
-    private static final class BoundedInput extends InputStream {
-        private final InputStream in;
-        private long left;
-
-        BoundedInput(InputStream in, long left) {
-            this.in = in;
-            this.left = left;
-        }
-
-        @Override
-        public int read() throws IOException {
-            if (left <= 0) {
-                return -1;
-            }
-            int b = in.read();
-            if (b >= 0) {
-                left--;
-            }
-            return b;
-        }
-
-        @Override
-        public int read(byte[] b, int off, int len) throws IOException {
-            if (left <= 0) {
-                return -1;
-            }
-            int n = in.read(b, off, (int) Math.min(len, left));
-            if (n > 0) {
-                left -= n;
-            }
-            return n;
         }
     }
 }

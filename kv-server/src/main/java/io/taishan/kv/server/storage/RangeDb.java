@@ -5,6 +5,7 @@ import io.taishan.kv.protocol.ScanRange;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.List;
 import javax.annotation.Nullable;
 import org.rocksdb.Checkpoint;
@@ -381,6 +382,34 @@ final class RangeDb implements AutoCloseable {
             it.seek(rangeStart(shard));
             return it.isValid();
         }
+    }
+
+    /**
+     * Which of {@code shards} hold any key: one iterator for all of them, a seek per shard that has
+     * keys or follows one that has (an empty store costs one seek), where {@link #hasKeys} makes an
+     * iterator per shard (about 20 µs each: 0.6 s for 32,768 shards).
+     */
+    BitSet shardsWithKeys(BitSet shards) {
+        BitSet withKeys = new BitSet();
+        try (RocksIterator it = db.newIterator()) {
+            int s = shards.nextSetBit(0);
+            while (s >= 0) {
+                it.seek(rangeStart(s));
+                if (!it.isValid()) {
+                    break;
+                }
+                byte[] k = it.key();
+                int found = (k[0] & 0xff) << 8 | (k.length > 1 ? k[1] & 0xff : 0);
+                if (found == s) {
+                    withKeys.set(s);
+                    s = shards.nextSetBit(s + 1);
+                } else {
+                    // Every shard from s up to the one found has no key.
+                    s = shards.nextSetBit(found);
+                }
+            }
+        }
+        return withKeys;
     }
 
     long estimatedKeys() throws RocksDBException {

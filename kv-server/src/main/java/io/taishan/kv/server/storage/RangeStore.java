@@ -210,10 +210,10 @@ final class RangeStore {
             }
             RangeDb opened = RangeDb.open(table.engine().resources(), liveDir);
             Path bundle = liveDir.resolve(FilterBundle.LIVE_FILE_NAME);
-            FilterBundle.Index index = null;
+            FilterBundle.Reader saved = null;
             if (Files.exists(bundle)) {
                 try {
-                    index = FilterBundle.readIndex(bundle);
+                    saved = FilterBundle.open(bundle);
                 } catch (IOException | RuntimeException e) {
                     LOG.warn(
                             "The saved filters of {} do not read, rebuilding: {}",
@@ -222,9 +222,22 @@ final class RangeStore {
                     deleteQuietly(bundle);
                 }
             }
-            filtersFileValid = index != null;
-            for (int s = members.nextSetBit(0); s >= 0; s = members.nextSetBit(s + 1)) {
-                table.shard(s).filter().opened(opened, bundle, index);
+            filtersFileValid = saved != null;
+            try {
+                BitSet unsaved = (BitSet) members.clone();
+                if (saved != null) {
+                    for (int s = members.nextSetBit(0); s >= 0; s = members.nextSetBit(s + 1)) {
+                        if (saved.contains(s)) {
+                            unsaved.clear(s);
+                        }
+                    }
+                }
+                BitSet withKeys = opened.shardsWithKeys(unsaved);
+                for (int s = members.nextSetBit(0); s >= 0; s = members.nextSetBit(s + 1)) {
+                    table.shard(s).filter().opened(opened, saved, withKeys);
+                }
+            } finally {
+                closeQuietly(saved);
             }
             db = opened;
             table.engine().storeOpened(this);
@@ -324,7 +337,12 @@ final class RangeStore {
     boolean hasSavedFilter(int shard) {
         Path bundle = liveDir.resolve(FilterBundle.LIVE_FILE_NAME);
         try {
-            return Files.exists(bundle) && FilterBundle.readIndex(bundle).contains(shard);
+            if (!Files.exists(bundle)) {
+                return false;
+            }
+            try (FilterBundle.Reader saved = FilterBundle.open(bundle)) {
+                return saved.contains(shard);
+            }
         } catch (IOException | RuntimeException e) {
             return false;
         }
@@ -455,6 +473,16 @@ final class RangeStore {
             DurableFiles.deleteTree(path);
         } catch (IOException e) {
             LOG.warn("Could not delete {}: {}", path, e.getMessage());
+        }
+    }
+
+    private static void closeQuietly(@Nullable FilterBundle.Reader reader) {
+        if (reader != null) {
+            try {
+                reader.close();
+            } catch (IOException e) {
+                LOG.warn("Could not close {}: {}", reader.file(), e.getMessage());
+            }
         }
     }
 

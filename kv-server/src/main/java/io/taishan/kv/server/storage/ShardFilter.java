@@ -4,7 +4,7 @@ import io.taishan.bloom.FilterGeometry;
 import io.taishan.bloom.RebuildingFilter;
 import io.taishan.kv.proto.ErrorCode;
 import java.io.IOException;
-import java.nio.file.Path;
+import java.util.BitSet;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -90,15 +90,19 @@ final class ShardFilter {
      * The shard's store opened (or the shard joined an open store): takes its filter from {@code
      * bundle} if it has one, else an empty one when the range has no key, else asks for a rebuild.
      * Before any call can use the store for this shard.
+     *
+     * @param withKeys the store's shards known to hold keys, among those not in {@code bundle}
+     *     (null: asks the store)
      */
-    void opened(RangeDb db, @Nullable Path bundle, @Nullable FilterBundle.Index index) {
+    void opened(RangeDb db, @Nullable FilterBundle.Reader bundle, @Nullable BitSet withKeys) {
         closeFilter();
-        if (index != null && index.contains(shard.id())) {
-            if (load(bundle, index)) {
-                return;
-            }
+        boolean saved = bundle != null && bundle.contains(shard.id());
+        if (saved && load(bundle)) {
+            return;
         }
-        if (!db.hasKeys(shard.id())) {
+        boolean hasKeys =
+                withKeys == null || saved ? db.hasKeys(shard.id()) : withKeys.get(shard.id());
+        if (!hasKeys) {
             resetEmpty();
             return;
         }
@@ -109,9 +113,8 @@ final class ShardFilter {
     }
 
     /** Loads the shard's filter from a bundle; false (and a rebuild is asked for) if it fails. */
-    boolean load(Path bundle, FilterBundle.Index index) {
-        long[] at = index.offsetAndLength().get(shard.id());
-        if (!reserve(at == null ? 0 : at[1])) {
+    boolean load(FilterBundle.Reader bundle) {
+        if (!reserve(bundle.length(shard.id()))) {
             unavailable(
                     "the node's filter memory (filter.max-memory-bytes "
                             + filters.limitBytes()
@@ -120,8 +123,7 @@ final class ShardFilter {
             return true;
         }
         try {
-            RebuildingFilter loaded =
-                    FilterBundle.read(bundle, index, shard.id(), filters.sizing());
+            RebuildingFilter loaded = bundle.read(shard.id(), filters.sizing());
             setReserved(loaded.sizeBytes());
             install(loaded, true);
             return true;
@@ -164,16 +166,14 @@ final class ShardFilter {
      * memory has no room (the shard then rebuilds it once it fits).
      */
     @Nullable
-    static Loaded loadDetached(
-            NodeFilters filters, Path bundle, FilterBundle.Index index, int shard)
+    static Loaded loadDetached(NodeFilters filters, FilterBundle.Reader bundle, int shard)
             throws IOException {
-        long[] at = index.offsetAndLength().get(shard);
-        long estimate = at == null ? 0 : at[1];
+        long estimate = bundle.length(shard);
         if (!filters.tryReserve(estimate)) {
             return null;
         }
         try {
-            RebuildingFilter f = FilterBundle.read(bundle, index, shard, filters.sizing());
+            RebuildingFilter f = bundle.read(shard, filters.sizing());
             filters.adjust(f.sizeBytes() - estimate);
             return new Loaded(filters, f, f.sizeBytes());
         } catch (IOException | RuntimeException e) {

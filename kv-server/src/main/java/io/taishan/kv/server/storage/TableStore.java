@@ -338,13 +338,14 @@ public final class TableStore {
                                 ref.cutId());
                 forks.add(fork);
                 // Opened now, outside the table's lock: a restore holds it only to commit.
-                fork.db();
+                RangeDb forkDb = fork.db();
                 prepared.add(
                         PreparedFilters.load(
                                 engine.filters(),
                                 ref.source().catalog,
                                 cuts.get(ref),
-                                g.getValue()));
+                                g.getValue(),
+                                forkDb));
             }
         } catch (IOException | RocksDBException | RuntimeException e) {
             for (RangeStore fork : forks) {
@@ -965,39 +966,64 @@ public final class TableStore {
         private final NodeFilters filters;
         private final Map<Integer, ShardFilter.Loaded> loaded = new HashMap<>();
 
+        /** Of the shards without a loaded filter, those whose range holds keys. */
+        private BitSet withKeys = new BitSet();
+
         private PreparedFilters(NodeFilters filters) {
             this.filters = filters;
         }
 
         static PreparedFilters load(
-                NodeFilters filters, SnapshotCatalog source, StoreCut cut, List<Restore> group) {
+                NodeFilters filters,
+                SnapshotCatalog source,
+                StoreCut cut,
+                List<Restore> group,
+                RangeDb db) {
             PreparedFilters p = new PreparedFilters(filters);
-            Map<Long, FilterBundle.Index> indexes = new HashMap<>();
-            for (Restore r : group) {
-                long holder = cut.filterHolder(r.shard());
-                if (holder < 0) {
-                    continue;
+            Map<Long, FilterBundle.Reader> bundles = new HashMap<>();
+            try {
+                for (Restore r : group) {
+                    long holder = cut.filterHolder(r.shard());
+                    if (holder < 0) {
+                        continue;
+                    }
+                    try {
+                        FilterBundle.Reader bundle = bundles.get(holder);
+                        if (bundle == null) {
+                            bundle =
+                                    FilterBundle.open(
+                                            source.cutDir(holder)
+                                                    .resolve(FilterBundle.CUT_FILE_NAME));
+                            bundles.put(holder, bundle);
+                        }
+                        ShardFilter.Loaded f = ShardFilter.loadDetached(filters, bundle, r.shard());
+                        if (f != null) {
+                            p.loaded.put(r.shard(), f);
+                        }
+                    } catch (IOException | RuntimeException e) {
+                        LOG.warn(
+                                "The filter of shard {} in cut {} does not read; it is rebuilt: {}",
+                                r.shard(),
+                                holder,
+                                e.toString());
+                    }
                 }
-                Path bundle = source.cutDir(holder).resolve(FilterBundle.CUT_FILE_NAME);
-                try {
-                    FilterBundle.Index index = indexes.get(holder);
-                    if (index == null) {
-                        index = FilterBundle.readIndex(bundle);
-                        indexes.put(holder, index);
+            } finally {
+                for (FilterBundle.Reader bundle : bundles.values()) {
+                    try {
+                        bundle.close();
+                    } catch (IOException e) {
+                        LOG.warn("Could not close {}: {}", bundle.file(), e.toString());
                     }
-                    ShardFilter.Loaded f =
-                            ShardFilter.loadDetached(filters, bundle, index, r.shard());
-                    if (f != null) {
-                        p.loaded.put(r.shard(), f);
-                    }
-                } catch (IOException | RuntimeException e) {
-                    LOG.warn(
-                            "The filter of shard {} in cut {} does not read; it is rebuilt: {}",
-                            r.shard(),
-                            holder,
-                            e.toString());
                 }
             }
+            BitSet unloaded = new BitSet();
+            for (Restore r : group) {
+                if (!p.loaded.containsKey(r.shard())) {
+                    unloaded.set(r.shard());
+                }
+            }
+            p.withKeys = db.shardsWithKeys(unloaded);
             return p;
         }
 
@@ -1007,7 +1033,7 @@ public final class TableStore {
             if (f != null) {
                 shard.filter().adopt(f);
             } else if (db != null) {
-                shard.filter().opened(db, null, null);
+                shard.filter().opened(db, null, withKeys);
             }
         }
 

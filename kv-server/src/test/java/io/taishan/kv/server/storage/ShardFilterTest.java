@@ -179,7 +179,12 @@ class ShardFilterTest {
 
     private boolean savedAtClose(int shard) throws IOException {
         Path bundle = liveFilters(shard);
-        return Files.exists(bundle) && FilterBundle.readIndex(bundle).contains(shard);
+        if (!Files.exists(bundle)) {
+            return false;
+        }
+        try (FilterBundle.Reader saved = FilterBundle.open(bundle)) {
+            return saved.contains(shard);
+        }
     }
 
     /** The filter kept with the shard's snapshot {@code id}, or null if the cut holds none. */
@@ -191,8 +196,9 @@ class ShardFilterTest {
             return null;
         }
         Path bundle = catalog.cutDir(holder).resolve(FilterBundle.CUT_FILE_NAME);
-        return FilterBundle.read(
-                bundle, FilterBundle.readIndex(bundle), shard, engine.filters().sizing());
+        try (FilterBundle.Reader saved = FilterBundle.open(bundle)) {
+            return saved.read(shard, engine.filters().sizing());
+        }
     }
 
     /** Blocks every rebuild before its first page until the returned latch opens. */

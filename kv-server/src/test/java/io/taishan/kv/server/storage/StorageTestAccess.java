@@ -27,6 +27,8 @@ public final class StorageTestAccess {
     public static io.taishan.bloom.RebuildingFilter readSavedFilter(
             java.nio.file.Path bundle, int shard, io.taishan.bloom.FilterSizing sizing)
             throws java.io.IOException {
-        return FilterBundle.read(bundle, FilterBundle.readIndex(bundle), shard, sizing);
+        try (FilterBundle.Reader saved = FilterBundle.open(bundle)) {
+            return saved.read(shard, sizing);
+        }
     }
 }
