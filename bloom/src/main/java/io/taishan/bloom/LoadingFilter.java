@@ -66,7 +66,18 @@ public final class LoadingFilter implements AutoCloseable {
     // Guarded by lock. The inserter changes the buffer fields under the read lock (it is the only
     // one doing so while it holds it); everyone else changes them under the write lock.
     private BloomFilter filter;
+
+    /**
+     * Set while the filter is loaded empty and nothing was inserted yet: the geometry its bits get
+     * at the first insert. An operator of 32,768 key groups opens that many empty shards, most of
+     * which a short-lived or sparse job never writes: allocating each one's bits up front cost
+     * about 4 µs and a direct allocation per shard.
+     */
+    private FilterGeometry emptyGeometry;
+
+    /** Allocated at the first buffered hash: most shards are loaded before any write to them. */
     private long[] buffer;
+
     private int buffered;
     private boolean buffering = true;
     private long epoch;
@@ -85,7 +96,20 @@ public final class LoadingFilter implements AutoCloseable {
                     "maxBufferedHashes must be >= 0, got " + maxBufferedHashes);
         }
         this.maxBufferedHashes = maxBufferedHashes;
-        this.buffer = newBuffer();
+    }
+
+    /**
+     * A filter loaded at once with an empty copy of {@code geometry} at {@code version}: for a
+     * shard known to start empty (every write to it then comes through {@link #insert}). Its bits
+     * are allocated at the first insert; until then it answers "absent" for everything and holds no
+     * off-heap memory.
+     */
+    public static LoadingFilter empty(FilterGeometry geometry, long version) {
+        LoadingFilter filter = new LoadingFilter();
+        filter.emptyGeometry = geometry;
+        filter.buffering = false;
+        filter.version = version;
+        return filter;
     }
 
     /**
@@ -98,10 +122,11 @@ public final class LoadingFilter implements AutoCloseable {
             checkOpen();
             BloomFilter f = filter;
             if (f == null) {
-                notLoadedAnswers.increment();
-                return true;
-            }
-            if (f.mightContain(hash)) {
+                if (emptyGeometry == null) {
+                    notLoadedAnswers.increment();
+                    return true;
+                }
+            } else if (f.mightContain(hash)) {
                 return true;
             }
         } finally {
@@ -113,6 +138,9 @@ public final class LoadingFilter implements AutoCloseable {
 
     /** Records a key this client writes to the shard. One thread at a time. */
     public void insert(long hash) {
+        if (emptyGeometry != null) {
+            allocateEmpty();
+        }
         long stamp = lock.readLock();
         try {
             checkOpen();
@@ -137,7 +165,7 @@ public final class LoadingFilter implements AutoCloseable {
             checkOpen();
             if (!buffering) {
                 buffering = true;
-                buffer = newBuffer();
+                buffer = null;
                 buffered = 0;
             }
             return new PendingLoad(epoch);
@@ -150,7 +178,7 @@ public final class LoadingFilter implements AutoCloseable {
     public boolean isLoaded() {
         long stamp = lock.readLock();
         try {
-            return filter != null;
+            return filter != null || emptyGeometry != null;
         } finally {
             lock.unlockRead(stamp);
         }
@@ -168,7 +196,7 @@ public final class LoadingFilter implements AutoCloseable {
     public double estimatedFpp() {
         long stamp = lock.readLock();
         try {
-            return filter == null ? 1.0 : filter.estimatedFpp();
+            return filter != null ? filter.estimatedFpp() : emptyGeometry != null ? 0.0 : 1.0;
         } finally {
             lock.unlockRead(stamp);
         }
@@ -246,6 +274,7 @@ public final class LoadingFilter implements AutoCloseable {
             closed = true;
             loaded = filter;
             filter = null;
+            emptyGeometry = null;
             buffer = null;
             buffering = false;
         } finally {
@@ -261,7 +290,11 @@ public final class LoadingFilter implements AutoCloseable {
         long stamp = lock.readLock();
         try {
             return "LoadingFilter{"
-                    + (closed ? "closed" : filter == null ? "not loaded" : "version " + version)
+                    + (closed
+                            ? "closed"
+                            : filter == null && emptyGeometry == null
+                                    ? "not loaded"
+                                    : "version " + version)
                     + (buffering ? ", buffering " + buffered : "")
                     + "}";
         } finally {
@@ -280,10 +313,25 @@ public final class LoadingFilter implements AutoCloseable {
             overflows = overflows + 1;
             return;
         }
-        if (buffered == buffer.length) {
+        if (buffer == null) {
+            buffer = newBuffer();
+        } else if (buffered == buffer.length) {
             buffer = Arrays.copyOf(buffer, (int) Math.min(maxBufferedHashes, 2L * buffer.length));
         }
         buffer[buffered++] = hash;
+    }
+
+    /** The first insert into a filter loaded empty: its bits, allocated now. */
+    private void allocateEmpty() {
+        long stamp = lock.writeLock();
+        try {
+            if (emptyGeometry != null && !closed) {
+                filter = BloomFilter.create(emptyGeometry);
+                emptyGeometry = null;
+            }
+        } finally {
+            lock.unlockWrite(stamp);
+        }
     }
 
     private long[] newBuffer() {
@@ -327,6 +375,7 @@ public final class LoadingFilter implements AutoCloseable {
                     }
                     previous = filter;
                     filter = fetched;
+                    emptyGeometry = null;
                     version = fetchedVersion;
                     buffering = false;
                     buffer = null;

@@ -175,4 +175,37 @@ class LoadingFilterTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("the fetched filter is already closed");
     }
+
+    @Test
+    void anEmptyFilterAnswersAbsentAndHoldsNoMemoryUntilItsFirstInsert() {
+        try (LoadingFilter filter = LoadingFilter.empty(GEOMETRY, 0)) {
+            assertThat(filter.isLoaded()).isTrue();
+            assertThat(filter.version()).isZero();
+            assertThat(filter.mightContain(Keys.hash(1))).isFalse();
+            assertThat(filter.absentAnswers()).isEqualTo(1);
+            assertThat(filter.offHeapBytes()).isZero();
+            assertThat(filter.bufferBytes()).isZero();
+            assertThat(filter.estimatedFpp()).isZero();
+
+            filter.insert(Keys.hash(1));
+            assertThat(filter.offHeapBytes()).isGreaterThanOrEqualTo(GEOMETRY.bitsBytes());
+            assertThat(filter.mightContain(Keys.hash(1))).isTrue();
+            assertThat(filter.bufferBytes()).isZero();
+        }
+    }
+
+    @Test
+    void anEmptyFilterTakesAFetchedCopyWithTheWritesMadeMeanwhile() {
+        try (LoadingFilter filter = LoadingFilter.empty(GEOMETRY, 0)) {
+            LoadingFilter.PendingLoad load = filter.beginLoad();
+            filter.insert(Keys.hash(7));
+            assertThat(load.complete(fetched(100, 110), 3)).isTrue();
+            assertThat(filter.version()).isEqualTo(3);
+            assertThat(filter.mightContain(Keys.hash(7))).isTrue();
+            assertThat(filter.mightContain(Keys.hash(105))).isTrue();
+        }
+        LoadingFilter closed = LoadingFilter.empty(GEOMETRY, 0);
+        closed.close();
+        assertThatThrownBy(() -> closed.insert(1)).isInstanceOf(IllegalStateException.class);
+    }
 }

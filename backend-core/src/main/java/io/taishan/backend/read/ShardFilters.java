@@ -1,6 +1,5 @@
 package io.taishan.backend.read;
 
-import io.taishan.bloom.BloomFilter;
 import io.taishan.bloom.FilterGeometry;
 import io.taishan.bloom.FilterSizing;
 import io.taishan.bloom.KeyHash;
@@ -59,11 +58,10 @@ public final class ShardFilters implements AutoCloseable {
         FilterGeometry fresh =
                 FilterSizing.DEFAULT.geometryFor(freshShardKeys(Math.max(1, tableShards)));
         for (int i = 0; i < shardCount; i++) {
-            LoadingFilter filter = new LoadingFilter();
-            if (startsEmpty.test(firstShard + i)) {
-                filter.beginLoad().complete(BloomFilter.create(fresh), 0);
-            }
-            filters[i] = filter;
+            filters[i] =
+                    startsEmpty.test(firstShard + i)
+                            ? LoadingFilter.empty(fresh, 0)
+                            : new LoadingFilter();
         }
     }
 
