@@ -2,6 +2,7 @@ package io.taishan.benchmarks.state;
 
 import io.taishan.backend.TaishanStateBackendFactory;
 import io.taishan.benchmarks.kv.ChildKvServer;
+import io.taishan.benchmarks.kv.KvServerWarmUp;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,10 +20,11 @@ import org.apache.flink.runtime.state.StateBackend;
 /**
  * {@code TAISHAN}: {@code TaishanStateBackend} on a kv-server in a child JVM (loopback gRPC,
  * default server configuration), so the server's GC, JIT and RocksDB are not billed to the measured
- * thread, though they share the machine's cores. Made from a Flink {@code Configuration} through
- * {@code TaishanStateBackendFactory}, as {@code state.backend.type} makes it, so the read cache is
- * set by its string keys {@value #CACHE_TYPE} and {@value #CACHE_SIZE}: a backend that does not
- * know them ignores them, and then every {@code cache} setting runs without a cache.
+ * thread, though they share the machine's cores. The child is warmed up before it is handed out
+ * ({@link KvServerWarmUp}), as a long-running kv-server is. Made from a Flink {@code Configuration}
+ * through {@code TaishanStateBackendFactory}, as {@code state.backend.type} makes it, so the read
+ * cache is set by its string keys {@value #CACHE_TYPE} and {@value #CACHE_SIZE}: a backend that
+ * does not know them ignores them, and then every {@code cache} setting runs without a cache.
  */
 public final class TaishanBackendProvider implements BenchmarkBackendProvider {
     public static final String TAISHAN = "TAISHAN";
@@ -55,6 +57,7 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         ChildKvServer server =
                 ChildKvServer.start(dataDir, settings.workDir().resolve("kv-server.log"));
         try {
+            KvServerWarmUp.run(server.address());
             Map<String, String> options = new LinkedHashMap<>();
             options.put(KV_ADDRESS, server.address());
             ReadCache cache = settings.readCache();
