@@ -24,6 +24,7 @@ import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.TableInfo;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -31,6 +32,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import javax.annotation.Nonnull;
@@ -147,8 +149,12 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     taishanGroup == null
                             ? connection.store()
                             : new MeteredKvStore(connection.store(), taishanGroup);
-            boolean newTable = store.describeTable(table).isEmpty();
-            store.createTableIfAbsent(table, numberOfKeyGroups);
+            Optional<TableInfo> existing = store.describeTable(table);
+            boolean newTable = existing.isEmpty();
+            if (newTable || existing.get().shardCount() != numberOfKeyGroups) {
+                // Creates it, or fails naming both shard counts.
+                store.createTableIfAbsent(table, numberOfKeyGroups);
+            }
             createdTable = newTable;
             List<Integer> unrestored = new ArrayList<>();
             // Names this backend on the kv-server: the shards it starts empty share one store,

@@ -9,19 +9,21 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import javax.annotation.Nullable;
 import javax.annotation.concurrent.GuardedBy;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * One client (channels, threads) per kv-server cluster and credentials per JVM, shared by every
- * subtask of a TaskManager that uses it, and closed when the last one lets go. Clients are shared
- * by equal {@link KvClientConfig}s, which differ whenever their tokens do, so two jobs with
- * different tokens never share a client; logs name a client by the config's string, which hides the
- * token.
+ * subtask of a TaskManager that uses it, and closed {@link #LINGER} after the last one lets go,
+ * unless another takes it meanwhile. Clients are shared by equal {@link KvClientConfig}s, which
+ * differ whenever their tokens do, so two jobs with different tokens never share a client; logs
+ * name a client by the config's string, which hides the token.
  */
 public final class SharedKvStores {
     private static final Logger LOG = LoggerFactory.getLogger(SharedKvStores.class);
@@ -42,8 +44,20 @@ public final class SharedKvStores {
      */
     private static final int FILTER_FETCH_THREADS = 8;
 
+    /**
+     * How long a client outlives its last subtask. A failover cancels every subtask of a
+     * TaskManager and deploys them again moments later; each restore then connected anew
+     * (discovery, channels, a TLS handshake: 20-40 ms, more on a busy machine) where the client of
+     * a moment before would have served.
+     */
+    static final Duration LINGER = Duration.ofSeconds(30);
+
     @GuardedBy("SharedKvStores.class")
     private static final Map<KvClientConfig, Shared> SHARED = new HashMap<>();
+
+    /** Closes the clients whose linger ran out; one daemon thread for all of them. */
+    private static final ScheduledExecutorService LINGERING =
+            Executors.newSingleThreadScheduledExecutor(daemon("taishan-kv-client-linger"));
 
     private SharedKvStores() {}
 
@@ -54,6 +68,9 @@ public final class SharedKvStores {
             if (shared == null) {
                 shared = new Shared(config, KvStores.connect(config));
                 SHARED.put(config, shared);
+            } else if (shared.lingering != null) {
+                shared.lingering.cancel(false);
+                shared.lingering = null;
             }
             shared.references++;
             return new Handle(shared);
@@ -63,6 +80,17 @@ public final class SharedKvStores {
     private static void release(Shared shared) {
         synchronized (SharedKvStores.class) {
             if (--shared.references > 0) {
+                return;
+            }
+            shared.lingering =
+                    LINGERING.schedule(
+                            () -> closeIfUnused(shared), LINGER.toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private static void closeIfUnused(Shared shared) {
+        synchronized (SharedKvStores.class) {
+            if (shared.references > 0 || SHARED.get(shared.config) != shared) {
                 return;
             }
             SHARED.remove(shared.config);
@@ -139,6 +167,9 @@ public final class SharedKvStores {
                 Executors.newScheduledThreadPool(
                         FILTER_FETCH_THREADS, daemon("taishan-filter-fetch"));
         int references;
+
+        /** The close scheduled when the last subtask let go, until another takes the client. */
+        @Nullable ScheduledFuture<?> lingering;
 
         Shared(KvClientConfig config, KvStore store) {
             this.config = config;
