@@ -77,8 +77,8 @@ public record CellResult(
             long phaseTimeoutSeconds) {}
 
     /**
-     * One pass through all phases on a fresh backend (for Taishan a fresh kv-server); the first of
-     * several is a warm-up, kept here but left out of the figures.
+     * One pass through all phases on a fresh backend (for Taishan a new table on the cell's
+     * kv-server); the first of several is a warm-up, kept here but left out of the figures.
      */
     public record Repetition(int number, boolean warmUp, List<PhaseResult> phases) {}
 

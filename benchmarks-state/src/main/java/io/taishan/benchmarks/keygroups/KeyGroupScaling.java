@@ -44,10 +44,11 @@ import org.apache.flink.util.TimeUtils;
 /**
  * One cell of the key-group scaling benchmark in this JVM: one backend of this classpath ({@link
  * BenchmarkBackendProvider}), one number of key groups (the job's max parallelism), one
- * parallelism. Each repetition runs, on a fresh backend (Taishan: a fresh kv-server child JVM), the
- * life of one keyed operator: open it new, load the data set, checkpoint, apply the change set,
- * checkpoint again, lose the subtasks (failover), restore them from the second checkpoint, then
- * restore again at another parallelism. The first of several repetitions is a warm-up.
+ * parallelism. Each repetition runs, on a fresh backend (Taishan: a new table on the cell's
+ * kv-server child JVM, which every repetition shares as it shares this JVM), the life of one keyed
+ * operator: open it new, load the data set, checkpoint, apply the change set, checkpoint again,
+ * lose the subtasks (failover), restore them from the second checkpoint, then restore again at
+ * another parallelism. The first of several repetitions is a warm-up.
  *
  * <p>Every phase runs under a timeout; a phase that fails or times out ends the cell, which is then
  * reported as such, so that a key-group count the backend cannot handle does not stop the run.
@@ -255,7 +256,9 @@ public final class KeyGroupScaling {
                                         .open(
                                                 backend,
                                                 new BackendSettings(
-                                                        ReadCache.of(ReadCache.NONE, 0), dir));
+                                                        ReadCache.of(ReadCache.NONE, 0),
+                                                        dir,
+                                                        work.resolve("server")));
                         description = under.description();
                         stateProcess = under.stateHome().process();
                         FileSystemCheckpointStorage checkpoints =

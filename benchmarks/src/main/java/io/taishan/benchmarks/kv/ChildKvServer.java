@@ -102,6 +102,10 @@ public final class ChildKvServer implements AutoCloseable {
         return address;
     }
 
+    public boolean isAlive() {
+        return process.isAlive();
+    }
+
     public long pid() {
         return process.pid();
     }

@@ -122,7 +122,9 @@ public final class KeyGroupScalingReport {
         CellResult.Settings s = any.settings();
         line(
                 "Data, the same in every cell: %s. Every repetition on a fresh backend (Taishan: a"
-                        + " fresh kv-server child JVM); %d repetition%s per cell%s. Each figure is"
+                        + " new table on one kv-server child JVM per cell, which its repetitions"
+                        + " share as they share the cell's JVM; a repetition drops its table at its"
+                        + " end); %d repetition%s per cell%s. Each figure is"
                         + " the median of the measured repetitions, the maximum in brackets;"
                         + " %s marks a figure from the warm-up alone (the cell stopped before a"
                         + " measured one). Phase timeout %d s. What each phase measures:"

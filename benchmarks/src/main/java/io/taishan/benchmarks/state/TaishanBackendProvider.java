@@ -2,10 +2,14 @@ package io.taishan.benchmarks.state;
 
 import io.taishan.backend.TaishanStateBackendFactory;
 import io.taishan.benchmarks.kv.ChildKvServer;
-import io.taishan.benchmarks.kv.KvServerWarmUp;
+import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
+import io.taishan.kv.client.TableInfo;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,11 +24,14 @@ import org.apache.flink.runtime.state.StateBackend;
 /**
  * {@code TAISHAN}: {@code TaishanStateBackend} on a kv-server in a child JVM (loopback gRPC,
  * default server configuration), so the server's GC, JIT and RocksDB are not billed to the measured
- * thread, though they share the machine's cores. The child is warmed up before it is handed out
- * ({@link KvServerWarmUp}), as a long-running kv-server is. Made from a Flink {@code Configuration}
- * through {@code TaishanStateBackendFactory}, as {@code state.backend.type} makes it, so the read
- * cache is set by its string keys {@value #CACHE_TYPE} and {@value #CACHE_SIZE}: a backend that
- * does not know them ignores them, and then every {@code cache} setting runs without a cache.
+ * thread, though they share the machine's cores. With {@link BackendSettings#serverHome} the trials
+ * of this JVM share one child, as they share this JVM (a long-running kv-server has served many
+ * operators before this one; a child started for one trial would bill its class loading and first
+ * compilations to it), and each trial drops its tables when it closes. Made from a Flink {@code
+ * Configuration} through {@code TaishanStateBackendFactory}, as {@code state.backend.type} makes
+ * it, so the read cache is set by its string keys {@value #CACHE_TYPE} and {@value #CACHE_SIZE}: a
+ * backend that does not know them ignores them, and then every {@code cache} setting runs without a
+ * cache.
  */
 public final class TaishanBackendProvider implements BenchmarkBackendProvider {
     public static final String TAISHAN = "TAISHAN";
@@ -51,13 +58,29 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         return true;
     }
 
+    /** The shared child, by home; stopped when this JVM exits (its stdin closes). */
+    private static final Map<Path, ChildKvServer> SHARED = new HashMap<>();
+
     @Override
     public BackendUnderTest open(String backend, BackendSettings settings) throws Exception {
-        Path dataDir = Files.createDirectories(settings.workDir().resolve("kv-data"));
-        ChildKvServer server =
-                ChildKvServer.start(dataDir, settings.workDir().resolve("kv-server.log"));
+        boolean shared = settings.serverHome() != null;
+        Path home = shared ? settings.serverHome() : settings.workDir();
+        Path dataDir = home.resolve("kv-data");
+        ChildKvServer server;
+        if (shared) {
+            synchronized (SHARED) {
+                server = SHARED.get(home);
+                if (server == null || !server.isAlive()) {
+                    Files.createDirectories(dataDir);
+                    server = ChildKvServer.start(dataDir, home.resolve("kv-server.log"));
+                    SHARED.put(home, server);
+                }
+            }
+        } else {
+            Files.createDirectories(dataDir);
+            server = ChildKvServer.start(dataDir, home.resolve("kv-server.log"));
+        }
         try {
-            KvServerWarmUp.run(server.address());
             Map<String, String> options = new LinkedHashMap<>();
             options.put(KV_ADDRESS, server.address());
             ReadCache cache = settings.readCache();
@@ -83,9 +106,11 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
             // Asked for by every keyed backend; used only when the cache takes managed memory,
             // which this benchmark never lets it do: it sizes the cache with taishan.cache.size.
             MemoryManager memoryManager = MemoryManager.create(MANAGED_MEMORY_BYTES, PAGE_SIZE);
-            return new Remote(taishan, description, server, dataDir, memoryManager);
+            return new Remote(taishan, description, server, shared, dataDir, memoryManager);
         } catch (Exception | Error e) {
-            server.close();
+            if (!shared) {
+                server.close();
+            }
             throw e;
         }
     }
@@ -94,6 +119,7 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         private final StateBackend backend;
         private final String description;
         private final ChildKvServer server;
+        private final boolean shared;
         private final Path dataDir;
         private final MemoryManager memoryManager;
 
@@ -101,11 +127,13 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
                 StateBackend backend,
                 String description,
                 ChildKvServer server,
+                boolean shared,
                 Path dataDir,
                 MemoryManager memoryManager) {
             this.backend = backend;
             this.description = description;
             this.server = server;
+            this.shared = shared;
             this.dataDir = dataDir;
             this.memoryManager = memoryManager;
         }
@@ -207,7 +235,17 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         @Override
         public void close() {
             memoryManager.shutdown();
-            server.close();
+            if (!shared) {
+                server.close();
+                return;
+            }
+            // What this trial stored goes; the server stays for the next trial.
+            try (KvStore store =
+                    KvStores.connect(KvClientConfig.forAddresses(server.address()).build())) {
+                for (TableInfo table : store.listTables()) {
+                    store.dropTable(table.name());
+                }
+            }
         }
     }
 }
