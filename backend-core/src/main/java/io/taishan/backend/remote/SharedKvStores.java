@@ -6,12 +6,15 @@ import io.taishan.kv.client.KvStores;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.annotation.Nullable;
 import javax.annotation.concurrent.GuardedBy;
@@ -85,6 +88,28 @@ public final class SharedKvStores {
             shared.lingering =
                     LINGERING.schedule(
                             () -> closeIfUnused(shared), LINGER.toMillis(), TimeUnit.MILLISECONDS);
+        }
+        // Snapshot drops queued by the last checkpoint notifications reach the server before the
+        // last subtask's close returns, as they would before the client closed: the TaskManager
+        // may be gone before the linger ends, and a drop lost is repaired only if the job ever
+        // checkpoints again.
+        awaitHousekeeping(shared);
+    }
+
+    private static void awaitHousekeeping(Shared shared) {
+        try {
+            shared.background
+                    .submit(() -> {})
+                    .get(BACKGROUND_DRAIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            LOG.warn(
+                    "Housekeeping calls to {} still running after {}",
+                    shared.id,
+                    BACKGROUND_DRAIN_TIMEOUT);
+        } catch (RejectedExecutionException | ExecutionException e) {
+            // closed meanwhile: its own close drained it
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
