@@ -462,7 +462,7 @@ public final class KeyGroupScalingReport {
                         + " after a checkpoint completed (shared state registered, tasks notified,"
                         + " the subsumed checkpoint discarded); `failover`: disposing the writing"
                         + " subtasks; `verify`: checking the sample after a restore; `start`:"
-                        + " starting the backend (Taishan: the kv-server child JVM). Sizes: the"
+                        + " starting the backend (Taishan: the cell's kv-server child JVM, in the warm-up; later repetitions find it running). Sizes: the"
                         + " checkpoint handles' state size and incremental (checkpointed) size,"
                         + " and the checkpoint directory after the incremental checkpoint.");
         line("");
