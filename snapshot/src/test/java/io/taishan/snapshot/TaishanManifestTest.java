@@ -144,6 +144,74 @@ class TaishanManifestTest {
                 .hasMessageContaining("key group 7");
     }
 
+    /**
+     * A subtask of 32,768 key groups writes a manifest per checkpoint: each record is 16 bytes, the
+     * table named once however many records name it; shards cloned from another job's table keep
+     * that table's name.
+     */
+    @Test
+    void eachKeyGroupCostsSixteenBytesAndTablesAreNamedOnce() throws Exception {
+        KeyGroupRange all = KeyGroupRange.of(0, 32_767);
+        String source = "flink_" + "other_job_".repeat(5) + "op";
+        KeyGroupsStateHandle handle =
+                TaishanManifest.write(
+                        new MemCheckpointStreamFactory(8 << 20)
+                                .createCheckpointStateOutputStream(
+                                        CheckpointedStateScope.EXCLUSIVE),
+                        new CloseableRegistry(),
+                        TestMetaInfo.counts(),
+                        all,
+                        keyGroup ->
+                                new ShardSnapshotRef(
+                                        keyGroup % 3 == 0 ? source : TABLE, keyGroup, 5));
+
+        long recordBytes = handle.getStateSize() - handle.getOffsetForKeyGroup(0);
+        assertThat(recordBytes).isEqualTo(32_768L * 16);
+        KeyGroupsStateHandle slice = handle.getIntersection(KeyGroupRange.of(30_000, 30_002));
+        assertThat(TaishanManifest.readReferences(slice))
+                .containsExactly(
+                        java.util.Map.entry(30_000, new ShardSnapshotRef(source, 30_000, 5)),
+                        java.util.Map.entry(30_001, new ShardSnapshotRef(TABLE, 30_001, 5)),
+                        java.util.Map.entry(30_002, new ShardSnapshotRef(TABLE, 30_002, 5)));
+    }
+
+    /** Checkpoints taken before the table dictionary (version 1) still restore. */
+    @Test
+    void aVersionOneManifestStillReads() throws Exception {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        KeyGroupRangeOffsets offsets = new KeyGroupRangeOffsets(RANGE);
+        try (DataOutputStream out = new DataOutputStream(bytes)) {
+            out.writeLong(TaishanManifest.MAGIC);
+            out.writeInt(1);
+            TestMetaInfo.counts()
+                    .write(new org.apache.flink.core.memory.DataOutputViewStreamWrapper(out));
+            for (int keyGroup : RANGE) {
+                out.flush();
+                offsets.setKeyGroupOffset(keyGroup, bytes.size());
+                out.writeInt(keyGroup);
+                out.writeUTF(TABLE);
+                out.writeLong(3);
+            }
+        }
+        KeyGroupsStateHandle handle =
+                new KeyGroupsStateHandle(
+                        offsets, new ByteStreamStateHandle("v1", bytes.toByteArray()));
+
+        TaishanManifest.Contents<String> contents =
+                TaishanManifest.read(
+                        handle.getIntersection(KeyGroupRange.of(2, 4)),
+                        getClass().getClassLoader(),
+                        new CloseableRegistry());
+        assertThat(contents.refs())
+                .containsExactly(
+                        java.util.Map.entry(2, new ShardSnapshotRef(TABLE, 2, 3)),
+                        java.util.Map.entry(3, new ShardSnapshotRef(TABLE, 3, 3)),
+                        java.util.Map.entry(4, new ShardSnapshotRef(TABLE, 4, 3)));
+        assertThat(contents.metaInfo().getStateMetaInfoSnapshots())
+                .extracting(StateMetaInfoSnapshot::getName)
+                .containsExactly("counts");
+    }
+
     private void roundTripThroughMetadata(CheckpointStreamFactory factory) throws Exception {
         KeyGroupsStateHandle written = write(factory, 7);
         assertThat(TaishanManifest.isManifest(written.getDelegateStateHandle())).isTrue();
