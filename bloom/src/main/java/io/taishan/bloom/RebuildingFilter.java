@@ -96,8 +96,15 @@ public final class RebuildingFilter implements AutoCloseable {
 
     /** The filter of a new, empty shard: complete from the start, sized at the floor. */
     public static RebuildingFilter createEmpty(FilterSizing sizing) {
-        return new RebuildingFilter(
-                sizing, BloomFilter.create(sizing.geometryForLiveKeys(0)), 0, 0, 0, 0);
+        return createEmpty(sizing, sizing.geometryForLiveKeys(0));
+    }
+
+    /**
+     * The filter of a new, empty shard with bits of {@code geometry} (at least the floor's): a
+     * shard expected to grow is spared the first rebuilds.
+     */
+    public static RebuildingFilter createEmpty(FilterSizing sizing, FilterGeometry geometry) {
+        return new RebuildingFilter(sizing, BloomFilter.create(geometry), 0, 0, 0, 0);
     }
 
     /** Adds the hash of a key the shard now holds (rule 1 of the class comment). Writer thread. */

@@ -5,6 +5,7 @@ import io.taishan.bloom.FilterSizing;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingDeque;
@@ -152,6 +153,32 @@ final class NodeFilters implements AutoCloseable {
     /** Rebuilds running or queued. */
     int rebuildsPending() {
         return running.get() + queue.size();
+    }
+
+    /**
+     * What the new shards of one table are sized for together: 262,144 keys, so a new shard of a
+     * table of 128 shards starts with room for 2,048 keys (2.5 KiB; its filter is not rebuilt on
+     * the way there, which on the write path holds the shard's writes and makes every client fetch
+     * the new copy) and one of 32,768 shards at the floor of 64 (192 bytes): a table's new shards
+     * cost at most 6 MiB, at 128 shards 320 KiB.
+     */
+    static final long FRESH_KEYS_PER_TABLE = 262_144;
+
+    /** The most keys a new shard's filter is sized for, whatever the table. */
+    static final long MAX_FRESH_SHARD_KEYS = 2_048;
+
+    private final ConcurrentHashMap<Integer, FilterGeometry> freshGeometries =
+            new ConcurrentHashMap<>();
+
+    /** The geometry of a new shard's filter in a table of {@code tableShards} shards. */
+    FilterGeometry freshGeometry(int tableShards) {
+        return freshGeometries.computeIfAbsent(
+                tableShards,
+                shards ->
+                        sizing.geometryForLiveKeys(
+                                Math.min(
+                                        MAX_FRESH_SHARD_KEYS,
+                                        FRESH_KEYS_PER_TABLE / Math.max(1, shards))));
     }
 
     /** Off-heap bytes of a filter built for {@code liveKeys} keys. */

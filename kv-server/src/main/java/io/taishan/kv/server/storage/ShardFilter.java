@@ -194,8 +194,9 @@ final class ShardFilter {
     /** The shard's range is empty (new, or just cleared): an empty filter is complete. */
     void resetEmpty() {
         closeFilter();
-        if (reserve(filters.bytesForLiveKeys(0))) {
-            RebuildingFilter empty = RebuildingFilter.createEmpty(filters.sizing());
+        FilterGeometry fresh = filters.freshGeometry(shard.table().shardCount());
+        if (reserve(NodeFilters.bytesOf(fresh))) {
+            RebuildingFilter empty = RebuildingFilter.createEmpty(filters.sizing(), fresh);
             setReserved(empty.sizeBytes());
             install(empty, true);
         } else {

@@ -531,11 +531,47 @@ class ShardFilterTest {
 
     // ---- memory
 
+    /**
+     * A new shard of a table with few shards is sized for the keys such a shard soon holds: 1,500
+     * keys written 100 at a time into a shard of a 128-shard table keep the filter it started with
+     * (each rebuild holds the shard's writes and makes every client fetch the new copy); the shards
+     * of a 32,768-shard table start at the floor.
+     */
+    @Test
+    void aNewShardOfAFewShardTableTakesItsFirstThousandsOfKeysWithoutARebuild() {
+        start();
+        engine.createTable("wide", 128, false);
+        Shard shard = engine.tableStore("wide").shard(5);
+        long epoch = shard.open();
+        long startVersion = shard.filterStatus().version();
+        List<String> keys = keys("k-", 1_500);
+        for (int from = 0; from < keys.size(); from += 100) {
+            List<WriteOp> ops = new ArrayList<>();
+            for (String key : keys.subList(from, from + 100)) {
+                ops.add(put(key, "v"));
+            }
+            shard.write(epoch, ops);
+        }
+        awaitNoRebuild(shard);
+        assertThat(shard.filterStatus().version()).isEqualTo(startVersion);
+        assertThat(absent(shard, epoch, keys)).isEmpty();
+
+        assertThat(engine.filters().freshGeometry(32_768))
+                .isEqualTo(FilterOptions.DEFAULTS.sizing().geometryForLiveKeys(0));
+    }
+
     @Test
     void aFilterThatDoesNotFitTheNodeLimitIsUnavailableNeverPartial() throws IOException {
-        // The floor-sized filter takes 192 bytes: one fits in 256, two do not.
-        start(FilterOptions.DEFAULTS.withMaxMemoryBytes(256));
-        assertThat(engine.filters().bytesForLiveKeys(0)).isEqualTo(192);
+        // A new shard's filter in a table of 4 shards is sized for 2,048 keys (5,184 bytes): one
+        // fits in 5,484; the 300 bytes left hold neither a second one nor a rebuild at the floor.
+        long one =
+                NodeFilters.bytesOf(
+                        FilterOptions.DEFAULTS
+                                .sizing()
+                                .geometryForLiveKeys(NodeFilters.MAX_FRESH_SHARD_KEYS));
+        assertThat(one).isEqualTo(5_184);
+        long limit = 5_484;
+        start(FilterOptions.DEFAULTS.withMaxMemoryBytes(limit));
         Shard first = table.shard(0);
         Shard second = table.shard(1);
         long e1 = first.open();
@@ -544,8 +580,8 @@ class ShardFilterTest {
         write(second, e2, put("b", "2"));
 
         assertThat(absent(first, e1, List.of("a"))).isEmpty();
-        assertUnavailable(second, e2, "filter.max-memory-bytes 256");
-        assertThat(engine.filterBytes()).isLessThanOrEqualTo(256);
+        assertUnavailable(second, e2, "filter.max-memory-bytes " + limit);
+        assertThat(engine.filterBytes()).isLessThanOrEqualTo(limit);
         assertThat(engine.filters().reservedBytes()).isEqualTo(first.filterStatus().memoryBytes());
 
         // Not saved when it had none, so the next open knows to rebuild it.
