@@ -70,7 +70,7 @@ public final class FilterSendStream implements Runnable {
                                             .setVersion(copy.version())
                                             .setSerializedBytes(copy.serializedFilterBytes()))
                             .build());
-            ChunkOutput chunks = new ChunkOutput();
+            ChunkOutput chunks = new ChunkOutput(copy.serializedFilterBytes());
             copy.writeFilterTo(chunks);
             chunks.sendRest();
             call.onCompleted();
@@ -85,10 +85,24 @@ public final class FilterSendStream implements Runnable {
         }
     }
 
-    /** Cuts the filter's bytes into chunks; each buffer is sent as is, never reused. */
+    /**
+     * Cuts the filter's bytes into chunks; each buffer is sent as is, never reused, and none is
+     * larger than what is left to send: most filters are a few hundred bytes, and a restore of
+     * 32,768 shards fetches as many (a 1 MiB buffer each was 32 GiB of garbage).
+     */
     private final class ChunkOutput extends OutputStream {
-        private byte[] buffer = new byte[Wire.CHUNK_BYTES];
+        private long left;
+        private byte[] buffer;
         private int filled;
+
+        ChunkOutput(long bytes) {
+            this.left = bytes;
+            this.buffer = nextBuffer();
+        }
+
+        private byte[] nextBuffer() {
+            return new byte[(int) Math.max(1, Math.min(Wire.CHUNK_BYTES, left))];
+        }
 
         @Override
         public void write(int b) throws IOException {
@@ -115,7 +129,8 @@ public final class FilterSendStream implements Runnable {
             }
             byte[] full = buffer;
             int n = filled;
-            buffer = new byte[Wire.CHUNK_BYTES];
+            left -= n;
+            buffer = nextBuffer();
             filled = 0;
             out.send(
                     FetchFilterResponse.newBuilder()
