@@ -2,11 +2,16 @@ package io.taishan.backend.read;
 
 import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.bloom.LoadingFilter;
+import io.taishan.kv.client.FilterBatch;
 import io.taishan.kv.client.FilterUnavailableException;
+import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteResult;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
@@ -18,10 +23,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads the server's Bloom filter of each owned shard into its {@link LoadingFilter}, in the
- * background, one fetch per shard: right after a restore for every shard restored from a snapshot
- * (they answer "maybe" until then), and again whenever a write acknowledgement reports another
- * version than the one loaded (the server rebuilt its filter: the new copy is more precise; the old
- * one stays correct meanwhile).
+ * background: right after a restore for every shard restored from a snapshot, in one batched fetch
+ * (they answer "maybe" until then), and again, one shard at a time, whenever a write
+ * acknowledgement reports another version than the one loaded (the server rebuilt its filter: the
+ * new copy is more precise; the old one stays correct meanwhile).
  *
  * <p>A re-fetch follows {@link LoadingFilter}'s protocol: {@code beginLoad()} first, then wait
  * until the server has acknowledged every write made before it, then fetch. A filter the server
@@ -65,11 +70,73 @@ public final class FilterLoader {
         this.leases = Map.copyOf(leasesByShard);
     }
 
-    /** Loads every shard whose filter is not loaded (restored shards). */
+    /**
+     * Loads every shard whose filter is not loaded (restored shards), in the background, in one
+     * batched fetch ({@link KvStore.Filters#fetchFilters}: a call per node and some hundreds of
+     * shards): a restore of 32,768 shards made as many calls one by one, which took seconds and
+     * delayed the subtask's own first reads. A shard whose filter the server cannot vouch for yet
+     * is tried again on its own, as a re-fetch is.
+     */
     public void loadUnloaded() {
+        List<Integer> shards = new ArrayList<>();
         for (int shard : leases.keySet()) {
-            if (!filters.filter(shard).isLoaded()) {
-                schedule(shard, false, 0, 0);
+            if (!filters.filter(shard).isLoaded()
+                    && inFlight.putIfAbsent(shard, Boolean.TRUE) == null) {
+                shards.add(shard);
+            }
+        }
+        if (shards.isEmpty()) {
+            return;
+        }
+        try {
+            executor.execute(() -> loadAll(shards));
+        } catch (RejectedExecutionException e) {
+            shards.forEach(inFlight::remove);
+        }
+    }
+
+    private void loadAll(List<Integer> shards) {
+        if (closed) {
+            shards.forEach(inFlight::remove);
+            return;
+        }
+        Map<Integer, LoadingFilter.PendingLoad> loads = new HashMap<>();
+        List<ShardLease> toFetch = new ArrayList<>(shards.size());
+        FilterBatch batch;
+        try {
+            for (int shard : shards) {
+                loads.put(shard, filters.filter(shard).beginLoad());
+                toFetch.add(leases.get(shard));
+            }
+            fetches.addAndGet(shards.size());
+            batch = store.fetchFilters(toFetch);
+        } catch (RuntimeException e) {
+            // A closed backend ends here; reads go to the server without the filters.
+            fetchFailures.addAndGet(shards.size());
+            shards.forEach(inFlight::remove);
+            if (!closed) {
+                LOG.debug("Could not load the Bloom filters of {} shards", shards.size(), e);
+            }
+            return;
+        }
+        for (Map.Entry<Integer, ShardFilter> fetched : batch.filters().entrySet()) {
+            int shard = fetched.getKey();
+            loads.get(shard).complete(fetched.getValue().filter(), fetched.getValue().version());
+            inFlight.remove(shard);
+        }
+        for (Map.Entry<Integer, KvException> failed : batch.failures().entrySet()) {
+            int shard = failed.getKey();
+            fetchFailures.incrementAndGet();
+            if (failed.getValue() instanceof FilterUnavailableException) {
+                schedule(shard, false, RETRY_MILLIS, 1);
+            } else {
+                inFlight.remove(shard);
+                if (!closed) {
+                    LOG.debug(
+                            "Could not load the Bloom filter of shard {}",
+                            shard,
+                            failed.getValue());
+                }
             }
         }
     }

@@ -1,9 +1,11 @@
 package io.taishan.backend.remote;
 
 import io.taishan.kv.client.CloseableIterator;
+import io.taishan.kv.client.FilterBatch;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.NodeHealth;
+import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.ShardStatus;
@@ -49,6 +51,7 @@ public final class MeteredKvStore implements KvStore {
         DROP_SNAPSHOTS,
         TABLE,
         FETCH_FILTER,
+        FETCH_FILTERS,
         TTL
     }
 
@@ -234,11 +237,7 @@ public final class MeteredKvStore implements KvStore {
 
     @Override
     public Optional<Filters> filters() {
-        return delegate.filters()
-                .map(
-                        filters ->
-                                lease ->
-                                        timed(Kind.FETCH_FILTER, () -> filters.fetchFilter(lease)));
+        return delegate.filters().map(MeteredFilters::new);
     }
 
     @Override
@@ -249,6 +248,24 @@ public final class MeteredKvStore implements KvStore {
     @Override
     public Optional<Admin> admin() {
         return delegate.admin().map(MeteredAdmin::new);
+    }
+
+    private final class MeteredFilters implements Filters {
+        private final Filters filters;
+
+        MeteredFilters(Filters filters) {
+            this.filters = filters;
+        }
+
+        @Override
+        public ShardFilter fetchFilter(ShardLease lease) {
+            return timed(Kind.FETCH_FILTER, () -> filters.fetchFilter(lease));
+        }
+
+        @Override
+        public FilterBatch fetchFilters(List<ShardLease> leases) {
+            return timed(Kind.FETCH_FILTERS, () -> filters.fetchFilters(leases));
+        }
     }
 
     private final class MeteredTtl implements Ttl {

@@ -2,6 +2,7 @@ package io.taishan.backend.remote;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.taishan.kv.client.FilterBatch;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.KvStores;
@@ -55,6 +56,11 @@ class MeteredKvStoreTest {
         try (ShardFilter filter = metered.filters().orElseThrow().fetchFilter(lease)) {
             assertThat(filter.version()).isNotNegative();
         }
+        ShardLease other = metered.openShard("metered", 0);
+        // Passed on as one batch: FetchFilter calls one by one would each count.
+        FilterBatch batch = metered.filters().orElseThrow().fetchFilters(List.of(lease, other));
+        batch.filters().values().forEach(ShardFilter::close);
+        assertThat(batch.filters()).hasSize(2);
         KvStore.Ttl ttl = metered.ttl().orElseThrow();
         ttl.registerTtlStates(
                 "metered", List.of(new TtlState(7, 60_000, TtlState.Layout.VALUE, 0)));
@@ -62,8 +68,9 @@ class MeteredKvStoreTest {
         metered.admin().orElseThrow().describeShards("metered");
 
         assertThat(counters.count("taishan.rpc.fetch_filter.count")).isEqualTo(1);
+        assertThat(counters.count("taishan.rpc.fetch_filters.count")).isEqualTo(1);
         assertThat(counters.count("taishan.rpc.ttl.count")).isEqualTo(2);
-        assertThat(counters.count("taishan.rpc.open_shard.count")).isEqualTo(1);
+        assertThat(counters.count("taishan.rpc.open_shard.count")).isEqualTo(2);
         assertThat(counters.count("taishan.rpc.write.count")).isEqualTo(1);
         // createTableIfAbsent and describeShards
         assertThat(counters.count("taishan.rpc.table.count")).isEqualTo(2);

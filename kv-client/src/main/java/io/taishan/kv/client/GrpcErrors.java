@@ -115,6 +115,22 @@ final class GrpcErrors {
                         + " failed: "
                         + status.getCode()
                         + (status.getDescription() == null ? "" : ": " + status.getDescription());
+        if (code == ErrorCode.ERROR_CODE_UNSPECIFIED) {
+            if (lostConnection(failure)) {
+                return new KvUnavailableException(message, address, attempts, failure);
+            }
+            return fromStatusOnly(status, message, address, attempts, failure);
+        }
+        return ofCode(code, message, address, attempts, failure);
+    }
+
+    /** The exception of a failure the server named by its error code (not unspecified). */
+    static KvException ofCode(
+            ErrorCode code,
+            String message,
+            String address,
+            int attempts,
+            @Nullable Throwable failure) {
         switch (code) {
             case TABLE_NOT_FOUND:
                 return new TableNotFoundException(message, address, failure);
@@ -136,11 +152,6 @@ final class GrpcErrors {
                 return new AuthenticationException(message, address, failure);
             case PERMISSION_DENIED:
                 return new PermissionDeniedException(message, address, failure);
-            case ERROR_CODE_UNSPECIFIED:
-                if (lostConnection(failure)) {
-                    return new KvUnavailableException(message, address, attempts, failure);
-                }
-                return fromStatusOnly(status, message, address, attempts, failure);
             default:
                 return new KvException(code, message, address, failure);
         }

@@ -20,6 +20,7 @@ import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.FetchFiltersRequest;
 import io.taishan.kv.proto.FilterHeader;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.GetResponse;
@@ -49,6 +50,7 @@ import io.taishan.kv.proto.RestoreShardsResponse;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.ShardRef;
+import io.taishan.kv.proto.ShardRefusal;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.ShardWriteResult;
 import io.taishan.kv.proto.SnapshotRequest;
@@ -1176,6 +1178,207 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                 });
     }
 
+    /**
+     * Shards per FetchFilters call: 32,768 shards in 64 calls instead of 32,768, while one call's
+     * filters (a few hundred bytes each for a shard of a few keys, MiBs for a large one) still fit
+     * well within its deadline.
+     */
+    static final int FILTERS_PER_CALL = 512;
+
+    /**
+     * One stream per node and {@link #FILTERS_PER_CALL} shards, one after another; a call retried
+     * as a whole on a transient failure (what it had received is freed), and when it fails for
+     * good, each of its shards fails with that failure.
+     */
+    @Override
+    public FilterBatch fetchFilters(List<ShardLease> leases) {
+        ensureOpen();
+        FilterBatch.checkLeases(leases);
+        Map<KvNode, List<ShardLease>> byNode = new LinkedHashMap<>();
+        for (ShardLease lease : leases) {
+            byNode.computeIfAbsent(
+                            router.nodeFor(lease.table(), lease.shard()), n -> new ArrayList<>())
+                    .add(lease);
+        }
+        Map<Integer, ShardFilter> filters = new HashMap<>();
+        Map<Integer, KvException> failures = new HashMap<>();
+        try {
+            for (Map.Entry<KvNode, List<ShardLease>> entry : byNode.entrySet()) {
+                List<ShardLease> ofNode = entry.getValue();
+                for (int from = 0; from < ofNode.size(); from += FILTERS_PER_CALL) {
+                    List<ShardLease> batch =
+                            ofNode.subList(from, Math.min(ofNode.size(), from + FILTERS_PER_CALL));
+                    fetchFilterBatch(entry.getKey(), batch, filters, failures);
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            filters.values().forEach(ShardFilter::close);
+            throw e;
+        }
+        return new FilterBatch(filters, failures);
+    }
+
+    private void fetchFilterBatch(
+            KvNode node,
+            List<ShardLease> batch,
+            Map<Integer, ShardFilter> filters,
+            Map<Integer, KvException> failures) {
+        String table = batch.get(0).table();
+        FetchFiltersRequest.Builder request = FetchFiltersRequest.newBuilder().setTable(table);
+        Map<Integer, ShardLease> byShard = new HashMap<>();
+        for (ShardLease lease : batch) {
+            request.addShards(shardRef(lease));
+            byShard.put(lease.shard(), lease);
+        }
+        FetchFiltersRequest built = request.build();
+        Supplier<String> what =
+                () -> "FetchFilters(" + table + ", " + batch.size() + " shards) on " + node;
+        FilterBatch got;
+        try {
+            got =
+                    caller.call(
+                            node,
+                            what,
+                            true,
+                            stub -> {
+                                Context.CancellableContext context =
+                                        Context.current().withCancellation();
+                                Context previous = context.attach();
+                                try {
+                                    return receiveFilters(
+                                            stub.fetchFilters(built), byShard, node.address());
+                                } finally {
+                                    context.detach(previous);
+                                    context.cancel(null);
+                                }
+                            });
+        } catch (KvException e) {
+            if (e instanceof TableNotFoundException) {
+                router.forget(table);
+            }
+            for (ShardLease lease : batch) {
+                failures.put(lease.shard(), e);
+            }
+            return;
+        }
+        filters.putAll(got.filters());
+        failures.putAll(got.failures());
+    }
+
+    /**
+     * Reads one FetchFilters stream whole; a stream that breaks off frees what it had read and
+     * fails (the caller retries the call). A malformed stream fails its remaining shards.
+     */
+    private FilterBatch receiveFilters(
+            Iterator<FetchFilterResponse> responses,
+            Map<Integer, ShardLease> byShard,
+            String address) {
+        Map<Integer, ShardFilter> filters = new HashMap<>();
+        Map<Integer, KvException> failures = new HashMap<>();
+        boolean done = false;
+        try {
+            while (responses.hasNext()) {
+                FetchFilterResponse next = responses.next();
+                if (next.hasRefused()) {
+                    ShardRefusal refused = next.getRefused();
+                    ShardLease lease = expected(byShard, refused.getShard(), filters, failures);
+                    failures.put(
+                            lease.shard(),
+                            GrpcErrors.ofCode(
+                                    refused.getCode(),
+                                    describe("FetchFilters", lease.table(), lease.shard())
+                                            + " failed: "
+                                            + refused.getMessage(),
+                                    address,
+                                    1,
+                                    null));
+                    continue;
+                }
+                if (!next.hasHeader()) {
+                    throw new MalformedFilterStream("a chunk where a filter's header belongs");
+                }
+                FilterHeader header = next.getHeader();
+                ShardLease lease = expected(byShard, header.getShard(), filters, failures);
+                ChunkInput in = new ChunkInput(responses);
+                BloomFilter filter;
+                try {
+                    filter = BloomFilter.readFrom(in);
+                } catch (IOException e) {
+                    throw new MalformedFilterStream(
+                            "shard " + lease.shard() + ": " + e.getMessage(), e);
+                }
+                filters.put(lease.shard(), new ShardFilter(lease, header.getVersion(), filter));
+                if (in.bytesRead() != header.getSerializedBytes() || in.chunkLeft()) {
+                    throw new MalformedFilterStream(
+                            "shard "
+                                    + lease.shard()
+                                    + ": the header announced "
+                                    + header.getSerializedBytes()
+                                    + " bytes, the filter took "
+                                    + in.bytesRead());
+                }
+            }
+            done = true;
+        } catch (MalformedFilterStream e) {
+            // The server broke the protocol: not worth a retry; the shards it did not answer fail.
+            KvException bad =
+                    new KvException(
+                            ErrorCode.ERROR_CODE_UNSPECIFIED,
+                            "FetchFilters: a malformed response stream: " + e.getMessage(),
+                            address,
+                            e);
+            filters.values().forEach(ShardFilter::close);
+            filters.clear();
+            for (int shard : byShard.keySet()) {
+                failures.putIfAbsent(shard, bad);
+            }
+            done = true;
+        } finally {
+            if (!done) {
+                filters.values().forEach(ShardFilter::close);
+            }
+        }
+        for (Map.Entry<Integer, ShardLease> e : byShard.entrySet()) {
+            if (!filters.containsKey(e.getKey()) && !failures.containsKey(e.getKey())) {
+                failures.put(
+                        e.getKey(),
+                        new KvException(
+                                ErrorCode.ERROR_CODE_UNSPECIFIED,
+                                describe("FetchFilters", e.getValue().table(), e.getKey())
+                                        + ": the stream ended without this shard",
+                                address,
+                                null));
+            }
+        }
+        return new FilterBatch(filters, failures);
+    }
+
+    private static ShardLease expected(
+            Map<Integer, ShardLease> byShard,
+            int shard,
+            Map<Integer, ShardFilter> filters,
+            Map<Integer, KvException> failures) {
+        ShardLease lease = byShard.get(shard);
+        if (lease == null || filters.containsKey(shard) || failures.containsKey(shard)) {
+            throw new MalformedFilterStream(
+                    "shard " + shard + (lease == null ? " was not asked for" : " came twice"));
+        }
+        return lease;
+    }
+
+    /** A FetchFilters stream that broke the protocol. */
+    private static final class MalformedFilterStream extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        MalformedFilterStream(String message) {
+            super(message);
+        }
+
+        MalformedFilterStream(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
     /** Reads the stream; the caller's context bounds it, so the call ends with this method. */
     private ShardFilter receiveFilter(Iterator<FetchFilterResponse> responses, ShardLease lease) {
         String what = describe("FetchFilter", lease.table(), lease.shard());
@@ -1266,6 +1469,11 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
 
         boolean hasMore() {
             return position < chunk.size() || responses.hasNext();
+        }
+
+        /** Whether the last chunk read holds bytes beyond what was read. */
+        boolean chunkLeft() {
+            return position < chunk.size();
         }
     }
 

@@ -3,7 +3,9 @@ package io.taishan.kv.client;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.protocol.ScanRange;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import javax.annotation.Nullable;
@@ -192,6 +194,28 @@ public interface KvStore extends AutoCloseable {
          * @throws KvException for the other failures of a data call
          */
         ShardFilter fetchFilter(ShardLease lease);
+
+        /**
+         * Copies of the filters of many leased shards of one table, as {@link #fetchFilter} each,
+         * but with one call per node for hundreds of shards: what a restore of thousands of shards
+         * needs. Blocking; never throws for a shard: each shard's filter or the reason it has none
+         * is in the result. The default fetches one by one.
+         *
+         * @throws IllegalArgumentException if the leases name more than one table, or a shard twice
+         */
+        default FilterBatch fetchFilters(List<ShardLease> leases) {
+            Map<Integer, ShardFilter> filters = new HashMap<>();
+            Map<Integer, KvException> failures = new HashMap<>();
+            FilterBatch.checkLeases(leases);
+            for (ShardLease lease : leases) {
+                try {
+                    filters.put(lease.shard(), fetchFilter(lease));
+                } catch (KvException e) {
+                    failures.put(lease.shard(), e);
+                }
+            }
+            return new FilterBatch(filters, failures);
+        }
     }
 
     /**

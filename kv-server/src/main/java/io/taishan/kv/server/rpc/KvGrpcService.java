@@ -22,6 +22,7 @@ import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.DropTableResponse;
 import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.FetchFiltersRequest;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.GetResponse;
 import io.taishan.kv.proto.HealthRequest;
@@ -73,7 +74,7 @@ import io.taishan.kv.server.storage.StorageEngine;
  *       ListTables, DropTable, OpenShard, OpenShards, DescribeShards</td></tr>
  *   <tr><td>{@link DataRpcs}</td><td>Get, MultiGet (on the network thread unless they would
  *       wait), Scan, MultiScan, Write</td></tr>
- *   <tr><td>{@link StreamRpcs}</td><td>ReadValue, UploadValue, FetchFilter</td></tr>
+ *   <tr><td>{@link StreamRpcs}</td><td>ReadValue, UploadValue, FetchFilter, FetchFilters</td></tr>
  *   <tr><td>{@link SnapshotRpcs}</td><td>Snapshot, Restore, RestoreShards, Clone, ListSnapshots,
  *       DropSnapshot, DropShardSnapshots, DropSnapshotsBelow</td></tr>
  *   <tr><td>{@link ExpiryRpcs}</td><td>RegisterTtlStates, ReportTtlTime</td></tr>
@@ -234,6 +235,12 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
     public void fetchFilter(
             FetchFilterRequest request, StreamObserver<FetchFilterResponse> response) {
         streams.fetchFilter(request, (ServerCallStreamObserver<FetchFilterResponse>) response);
+    }
+
+    @Override
+    public void fetchFilters(
+            FetchFiltersRequest request, StreamObserver<FetchFilterResponse> response) {
+        streams.fetchFilters(request, (ServerCallStreamObserver<FetchFilterResponse>) response);
     }
 
     // ---- snapshots

@@ -5,8 +5,10 @@ import io.grpc.stub.StreamObserver;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.FetchFilterResponse;
+import io.taishan.kv.proto.FetchFiltersRequest;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.ReadValueResponse;
+import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.UploadValueResponse;
 import io.taishan.kv.server.rpc.stream.FilterSendStream;
@@ -17,14 +19,19 @@ import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.Shard;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.TableStore;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The streamed RPCs, ReadValue, UploadValue and FetchFilter: each request is checked here, then its
- * stream ({@link io.taishan.kv.server.rpc.stream}) runs on the threads of its kind, the large-value
- * threads or the node's filter-fetch threads, never on a network thread or the call pool.
+ * The streamed RPCs, ReadValue, UploadValue, FetchFilter and FetchFilters: each request is checked
+ * here, then its stream ({@link io.taishan.kv.server.rpc.stream}) runs on the threads of its kind,
+ * the large-value threads or the node's filter-fetch threads, never on a network thread or the call
+ * pool.
  */
 final class StreamRpcs {
     // Under the service's name: these lines are the outcome of its calls.
@@ -112,19 +119,67 @@ final class StreamRpcs {
             Shard shard =
                     targets.ownedShard(
                             targets.table(request.getTable()), request.getShard().getShard());
-            stream = new FilterSendStream(call, shard, request.getShard().getEpoch());
+            stream =
+                    new FilterSendStream(
+                            call,
+                            s -> shard,
+                            List.of(
+                                    new FilterSendStream.Target(
+                                            shard.id(), request.getShard().getEpoch())),
+                            false);
         } catch (KvServerException e) {
             LOG.debug("FetchFilter refused: {}", e.getMessage());
             call.onError(ErrorStatus.of(e));
             return;
         } catch (RuntimeException e) {
-            LOG.error("FetchFilter failed unexpectedly", e);
-            call.onError(
-                    ErrorStatus.of(
-                            ErrorCode.STORAGE_ERROR,
-                            "FetchFilter failed on node " + cluster.selfAddress() + ": " + e));
+            fail("FetchFilter", call, e);
             return;
         }
+        sendFilters(stream, call);
+    }
+
+    void fetchFilters(
+            FetchFiltersRequest request, ServerCallStreamObserver<FetchFilterResponse> call) {
+        FilterSendStream stream;
+        try {
+            responder.checkServing();
+            TableStore table = targets.table(request.getTable());
+            Set<Integer> distinct = new HashSet<>();
+            List<FilterSendStream.Target> shards = new ArrayList<>(request.getShardsCount());
+            for (ShardRef ref : request.getShardsList()) {
+                if (!distinct.add(ref.getShard())) {
+                    throw KvServerException.invalid(
+                            "FetchFilters of table '"
+                                    + table.name()
+                                    + "' names shard "
+                                    + ref.getShard()
+                                    + " twice");
+                }
+                shards.add(new FilterSendStream.Target(ref.getShard(), ref.getEpoch()));
+            }
+            stream = new FilterSendStream(call, s -> targets.ownedShard(table, s), shards, true);
+        } catch (KvServerException e) {
+            LOG.debug("FetchFilters refused: {}", e.getMessage());
+            call.onError(ErrorStatus.of(e));
+            return;
+        } catch (RuntimeException e) {
+            fail("FetchFilters", call, e);
+            return;
+        }
+        sendFilters(stream, call);
+    }
+
+    private void fail(
+            String what, ServerCallStreamObserver<FetchFilterResponse> call, Exception e) {
+        LOG.error("{} failed unexpectedly", what, e);
+        call.onError(
+                ErrorStatus.of(
+                        ErrorCode.STORAGE_ERROR,
+                        what + " failed on node " + cluster.selfAddress() + ": " + e));
+    }
+
+    private void sendFilters(
+            FilterSendStream stream, ServerCallStreamObserver<FetchFilterResponse> call) {
         try {
             storage.filterFetchExecutor().execute(stream);
         } catch (RejectedExecutionException e) {

@@ -9,6 +9,7 @@ import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.FetchFiltersRequest;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.KvServiceGrpc;
 import io.taishan.kv.proto.ListSnapshotsRequest;
@@ -99,6 +100,7 @@ final class CallRules {
         table(KvServiceGrpc.getDropSnapshotMethod(), DropSnapshotRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotsBelowMethod(), DropSnapshotsBelowRequest::getTable);
         table(KvServiceGrpc.getFetchFilterMethod(), FetchFilterRequest::getTable);
+        table(KvServiceGrpc.getFetchFiltersMethod(), FetchFiltersRequest::getTable);
         table(KvServiceGrpc.getDescribeShardsMethod(), DescribeShardsRequest::getTable);
         table(KvServiceGrpc.getRegisterTtlStatesMethod(), RegisterTtlStatesRequest::getTable);
         table(KvServiceGrpc.getReportTtlTimeMethod(), ReportTtlTimeRequest::getTable);

@@ -31,6 +31,7 @@ import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.FetchFilterRequest;
+import io.taishan.kv.proto.FetchFiltersRequest;
 import io.taishan.kv.proto.GetRequest;
 import io.taishan.kv.proto.HealthRequest;
 import io.taishan.kv.proto.KeyRef;
@@ -412,6 +413,15 @@ class TokenAuthEndToEndTest {
                                         FetchFilterRequest.newBuilder()
                                                 .setTable("team_b_t")
                                                 .setShard(bRef)
+                                                .build())
+                                .hasNext());
+        calls.put(
+                "FetchFilters",
+                s ->
+                        s.fetchFilters(
+                                        FetchFiltersRequest.newBuilder()
+                                                .setTable("team_b_t")
+                                                .addShards(bRef)
                                                 .build())
                                 .hasNext());
         calls.put(
