@@ -1,8 +1,8 @@
 /**
  * The server's streamed RPCs: values larger than the inline limit (ReadValue, UploadValue) and
- * Bloom filter fetches (FetchFilter), each sent at the pace the client reads it. The design of
- * large values is written down here, once; the kv-server README, the client and the backend link to
- * it.
+ * Bloom filter fetches (FetchFilter, FetchFilters), each sent at the pace the client reads it. The
+ * design of large values is written down here, once; the kv-server README, the client and the
+ * backend link to it.
  *
  * <table>
  *   <caption>Classes</caption>
@@ -13,8 +13,8 @@
  *       reservation, whole read, chunks</td></tr>
  *   <tr><td>{@link io.taishan.kv.server.rpc.stream.ValueUpload}</td><td>one UploadValue:
  *       reservation before the first chunk, staging for the Write</td></tr>
- *   <tr><td>{@link io.taishan.kv.server.rpc.stream.FilterSendStream}</td><td>one FetchFilter: the
- *       copy under the lease check, its chunks</td></tr>
+ *   <tr><td>{@link io.taishan.kv.server.rpc.stream.FilterSendStream}</td><td>one FetchFilter or
+ *       FetchFilters: each copy under the lease check, its chunks, a shard refused alone</td></tr>
  *   <tr><td>{@code PacedSender}</td><td>sends a stream's messages only when the transport is
  *       ready for them</td></tr>
  * </table>
