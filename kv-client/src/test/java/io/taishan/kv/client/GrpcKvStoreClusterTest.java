@@ -10,7 +10,7 @@ import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.protocol.ScanRange;
-import io.taishan.kv.protocol.ShardMap;
+import io.taishan.kv.protocol.ShardPlacement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,8 +50,36 @@ class GrpcKvStoreClusterTest {
                         .build());
     }
 
+    /** The scripted nodes are named n0, n1, n2: their placement. */
+    private static final ShardPlacement PLACEMENT =
+            ShardPlacement.of(
+                    List.of(
+                            ScriptedKvService.nameOf(0),
+                            ScriptedKvService.nameOf(1),
+                            ScriptedKvService.nameOf(2)));
+
     private static int owner(int shard) {
-        return ShardMap.nodeOf(shard, SHARDS, NODES);
+        return owner(shard, SHARDS);
+    }
+
+    private static int owner(int shard, int shardCount) {
+        return PLACEMENT.ownerOf(shard, shardCount);
+    }
+
+    /** The first shard that node {@code node} owns, or does not own. */
+    private static int firstShard(int node, boolean owned) {
+        int shard = 0;
+        while ((owner(shard) == node) != owned) {
+            shard++;
+        }
+        return shard;
+    }
+
+    @Test
+    void everyNodeOwnsSomeShardSoThatEachTestBelowSeesEveryNode() {
+        for (int node = 0; node < NODES; node++) {
+            assertThat(firstShard(node, true)).isLessThan(SHARDS);
+        }
     }
 
     private List<ShardLease> openAll() {
@@ -196,17 +224,22 @@ class GrpcKvStoreClusterTest {
     @Test
     void aStaleShardCountIsForgottenAfterTheServerObjects() {
         store.createTable("t", SHARDS);
-        store.openShard("t", 2);
+        store.openShard("t", 0);
         try (GrpcKvStore other = connect()) {
             other.dropTable("t");
             other.createTable("t", 3);
         }
 
-        // Cached 8 shards route shard 2 to node 0; with 3 shards node 2 owns it.
-        assertThatThrownBy(() -> store.openShard("t", 2))
+        // A shard whose owner differs between 8 and 3 shards: the cached 8 route it wrong.
+        int shard = 0;
+        while (owner(shard, SHARDS) == owner(shard, 3)) {
+            shard++;
+        }
+        int moved = shard;
+        assertThatThrownBy(() -> store.openShard("t", moved))
                 .isInstanceOf(ShardNotOwnedException.class)
-                .hasMessageContaining(cluster.address(0));
-        assertThat(store.openShard("t", 2).shard()).isEqualTo(2);
+                .hasMessageContaining(cluster.address(owner(moved, SHARDS)));
+        assertThat(store.openShard("t", moved).shard()).isEqualTo(moved);
     }
 
     @Test
@@ -232,10 +265,12 @@ class GrpcKvStoreClusterTest {
         List<ShardLease> leases = openAll();
         cluster.stopNode(2);
 
-        assertThat(store.get(leases.get(0), b("k"))).isNull();
+        ShardLease elsewhere = leases.get(firstShard(2, false));
+        assertThat(store.get(elsewhere, b("k"))).isNull();
         KvUnavailableException e =
                 org.assertj.core.api.Assertions.catchThrowableOfType(
-                        () -> store.get(leases.get(7), b("k")), KvUnavailableException.class);
+                        () -> store.get(leases.get(firstShard(2, true)), b("k")),
+                        KvUnavailableException.class);
         assertThat(e.address()).isEqualTo(cluster.address(2));
         assertThat(e.attempts()).isEqualTo(2);
 
@@ -245,6 +280,6 @@ class GrpcKvStoreClusterTest {
                 .isInstanceOf(KvUnavailableException.class)
                 .hasMessageContaining(cluster.address(2));
         // Atomic per shard, not per batch: the live nodes applied theirs.
-        assertThat(store.get(leases.get(0), b("k"))).isEqualTo(b("v"));
+        assertThat(store.get(elsewhere, b("k"))).isEqualTo(b("v"));
     }
 }
