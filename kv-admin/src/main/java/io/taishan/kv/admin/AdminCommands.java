@@ -40,6 +40,7 @@ final class AdminCommands {
     int run(AdminArgs args) {
         return switch (args.command()) {
             case HEALTH -> health();
+            case CLUSTER -> throw new IllegalStateException("cluster runs before a store connects");
             case TABLES -> tables();
             case DESCRIBE -> describe(args.table());
             case SNAPSHOTS -> snapshots(args.table(), args.shard());
