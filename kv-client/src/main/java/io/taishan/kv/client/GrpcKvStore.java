@@ -77,19 +77,12 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The {@link KvStore} over gRPC: per node, {@link KvClientConfig#readChannels()} connections for
@@ -99,10 +92,10 @@ import org.slf4j.LoggerFactory;
  * idempotent calls only.
  *
  * <p>The view comes from the seeds at connect and is refreshed when a node refuses a shard with a
- * view other than the client's ({@link ClusterConnections}): calls that take shards (open, restore,
- * clone) are then sent once more under the new view; every other call fails with {@link
- * ShardNotOwnedException}, since its lease came from the shard's old owner. A call that takes
- * shards on a node that joined after the table was created creates the table there first.
+ * view other than the client's ({@link ViewRefresher}, {@link ClusterConnections}): calls that take
+ * shards (open, restore, clone) are then sent once more under the new view; every other call fails
+ * with {@link ShardNotOwnedException}, since its lease came from the shard's old owner. A call that
+ * takes shards on a node that joined after the table was created creates the table there first.
  *
  * <p>Tables are created and dropped on every node; their shard counts are cached (from create or
  * describe) to route. Writes go out as one request per node in parallel, cut into several when the
@@ -119,15 +112,12 @@ import org.slf4j.LoggerFactory;
  * Thread-safe.
  */
 final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStore.Admin {
-    private static final Logger LOG = LoggerFactory.getLogger(GrpcKvStore.class);
     private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
     private static final long CLOSE_GRACE_MILLIS = 5_000;
 
     private final ClusterConnections connections;
     private final ShardRouter router;
-    private final Object refreshLock = new Object();
-    private final AtomicBoolean refreshQueued = new AtomicBoolean();
-    private final ExecutorService refresher;
+    private final ViewRefresher refresher;
     private final KvLimits limits;
     private final RetryingCaller caller;
     private final RequestSplitter splitter;
@@ -150,20 +140,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         this.splitter = new RequestSplitter(limits);
         this.large = new LargeValueTransfers(caller, limits);
         this.retryScheduler = retryScheduler;
-        // Refreshes wait on the network: never on the retry timer's one thread. No idle thread.
-        ThreadPoolExecutor refreshes =
-                new ThreadPoolExecutor(
-                        1,
-                        1,
-                        30,
-                        TimeUnit.SECONDS,
-                        new LinkedBlockingQueue<>(),
-                        new ThreadFactoryBuilder()
-                                .setNameFormat("taishan-kv-client-view-%d")
-                                .setDaemon(true)
-                                .build());
-        refreshes.allowCoreThreadTimeOut(true);
-        this.refresher = refreshes;
+        this.refresher = new ViewRefresher(connections, router);
     }
 
     /** See {@link KvStores#connect}. */
@@ -1493,7 +1470,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             return;
         }
         retryScheduler.shutdownNow();
-        refresher.shutdownNow();
+        refresher.close();
         List<KvNode.Connections> all = connections.all();
         for (KvNode.Connections c : all) {
             c.shutdown();
@@ -1591,7 +1568,9 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                 || notOwned.nodeView().equals(router.view().fingerprintHex())) {
             return e;
         }
-        refreshLater(e.address());
+        if (!closed.get()) {
+            refresher.refreshLater(e.address());
+        }
         return new ShardNotOwnedException(
                 e.getMessage()
                         + "; this client routed by view "
@@ -1618,7 +1597,12 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         try {
             return call.get();
         } catch (ShardNotOwnedException e) {
-            refreshView(e.address());
+            boolean otherView =
+                    e.nodeView() != null && !e.nodeView().equals(router.view().fingerprintHex());
+            if (otherView) {
+                refresher.refreshNow(e.address());
+            }
+            // Unchanged: the refusal was about this client's stale shard count, not the cluster.
             if (router.view().fingerprint() == before) {
                 throw e;
             }
@@ -1654,54 +1638,6 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                     stub -> stub.createTable(request));
         }
         return true;
-    }
-
-    /**
-     * Discovers the cluster again, asking {@code askFirst} first, and routes by its view from now
-     * on if it changed. A view the nodes do not agree on (a change under way) is not taken: the
-     * failure says which node thinks what.
-     *
-     * @return whether the view changed
-     */
-    private boolean refreshView(@Nullable String askFirst) {
-        synchronized (refreshLock) {
-            ShardRouter.Routing current = router.routing();
-            ClusterDiscovery.Cluster fresh = connections.rediscover(askFirst, current);
-            if (fresh == null) {
-                return false;
-            }
-            router.install(new ShardRouter.Routing(fresh.view(), fresh.nodes()));
-            connections.retainOnly(fresh.nodes());
-            LOG.info(
-                    "kv-server cluster changed: view {} ({}) replaces {} ({})",
-                    fresh.view().fingerprintHex(),
-                    fresh.view(),
-                    current.view().fingerprintHex(),
-                    current.view());
-            return true;
-        }
-    }
-
-    /** {@link #refreshView} on the refresher's thread, at most one queued at a time. */
-    private void refreshLater(@Nullable String askFirst) {
-        if (closed.get() || !refreshQueued.compareAndSet(false, true)) {
-            return;
-        }
-        try {
-            refresher.execute(
-                    () -> {
-                        refreshQueued.set(false);
-                        try {
-                            refreshView(askFirst);
-                        } catch (RuntimeException e) {
-                            LOG.warn(
-                                    "Cannot refresh the kv-server cluster's view: {}",
-                                    e.getMessage());
-                        }
-                    });
-        } catch (RejectedExecutionException e) {
-            refreshQueued.set(false);
-        }
     }
 
     private static List<SnapshotInfo> snapshotsOf(List<ListSnapshotsResponse> responses) {

@@ -9,6 +9,8 @@ import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.ScanRange;
 import io.taishan.kv.protocol.ShardPlacement;
 import java.time.Duration;
@@ -240,6 +242,46 @@ class GrpcKvStoreClusterTest {
                 .isInstanceOf(ShardNotOwnedException.class)
                 .hasMessageContaining(cluster.address(owner(moved, SHARDS)));
         assertThat(store.openShard("t", moved).shard()).isEqualTo(moved);
+    }
+
+    @Test
+    void aChangedClusterIsFollowedAndALeaseOfTheOldOwnerIsRefused() {
+        store.createTable("t", SHARDS);
+        List<ShardLease> leases = openAll();
+        // Every node renamed, as after a change of cluster.nodes: the placement changes.
+        List<ClusterNode> renamed = new ArrayList<>();
+        for (int i = 0; i < NODES; i++) {
+            renamed.add(new ClusterNode("m" + i, cluster.address(i)));
+        }
+        ClusterView next = ClusterView.of(renamed);
+        for (int i = 0; i < NODES; i++) {
+            cluster.node(i).setCluster(next, "m" + i);
+        }
+        int moved = 0;
+        while (next.ownerOf(moved, SHARDS) == owner(moved)) {
+            moved++;
+        }
+        ShardLease old = leases.get(moved);
+
+        // The old owner refuses under its new view; the client learns of the change from that.
+        assertThatThrownBy(() -> store.get(old, b("k")))
+                .isInstanceOfSatisfying(
+                        ShardNotOwnedException.class,
+                        e -> {
+                            assertThat(e.nodeView()).isEqualTo(next.fingerprintHex());
+                            assertThat(e.getMessage()).contains("the cluster changed");
+                        });
+        // Taking the shard again goes to its new owner, under the new view.
+        ShardLease again = store.openShard("t", moved);
+        assertThat(again.node()).isEqualTo(next.owner(moved, SHARDS).name());
+        assertThat(store.clusterView()).isEqualTo(next);
+        assertThat(store.get(again, b("k"))).isNull();
+        // The old lease is refused by the client itself, never sent to the new owner.
+        int callsBefore = cluster.node(next.ownerOf(moved, SHARDS)).calls("Get");
+        assertThatThrownBy(() -> store.get(old, b("k")))
+                .isInstanceOf(ShardNotOwnedException.class)
+                .hasMessageContaining("was taken on " + old.node());
+        assertThat(cluster.node(next.ownerOf(moved, SHARDS)).calls("Get")).isEqualTo(callsBefore);
     }
 
     @Test
