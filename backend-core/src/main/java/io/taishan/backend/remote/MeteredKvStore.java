@@ -13,8 +13,10 @@ import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableExpiry;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.TtlState;
+import io.taishan.kv.client.UnownedShards;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.client.WriteResult;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.protocol.ScanRange;
 import java.time.Duration;
@@ -301,6 +303,16 @@ public final class MeteredKvStore implements KvStore {
         @Override
         public List<String> nodeAddresses() {
             return admin.nodeAddresses();
+        }
+
+        @Override
+        public ClusterView clusterView() {
+            return admin.clusterView();
+        }
+
+        @Override
+        public List<UnownedShards> unownedShards(String table) {
+            return timed(Kind.TABLE, () -> admin.unownedShards(table));
         }
 
         @Override

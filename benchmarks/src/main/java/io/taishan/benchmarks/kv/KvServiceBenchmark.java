@@ -99,8 +99,7 @@ public final class KvServiceBenchmark {
                 runtime.maxMemory() >> 20);
         out.printf("- server: %s at %s%n", server.description(), server.address());
         for (NodeHealth node : store.health()) {
-            out.printf(
-                    "- node %d: %s, version %s%n", node.nodeIndex(), node.status(), node.version());
+            out.printf("- node %s: %s, version %s%n", node.name(), node.status(), node.version());
         }
         out.printf(
                 "- load average at start: %.2f%n- options: runs=%d, sizes=%s MiB%s%n%n",

@@ -7,6 +7,7 @@ import java.util.Optional;
 /** The commands of the admin CLI, with the operands each takes. */
 enum AdminCommand {
     HEALTH("health", List.of(), false),
+    CLUSTER("cluster", List.of(), false),
     TABLES("tables", List.of(), false),
     DESCRIBE("describe", List.of("table"), false),
     SNAPSHOTS("snapshots", List.of("table"), false),

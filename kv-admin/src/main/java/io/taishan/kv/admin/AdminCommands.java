@@ -7,7 +7,7 @@ import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.TableExpiry;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.TtlState;
-import io.taishan.kv.protocol.ShardMap;
+import io.taishan.kv.protocol.ClusterView;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -40,6 +40,7 @@ final class AdminCommands {
     int run(AdminArgs args) {
         return switch (args.command()) {
             case HEALTH -> health();
+            case CLUSTER -> throw new IllegalStateException("cluster runs before a store connects");
             case TABLES -> tables();
             case DESCRIBE -> describe(args.table());
             case SNAPSHOTS -> snapshots(args.table(), args.shard());
@@ -71,7 +72,7 @@ final class AdminCommands {
         for (NodeHealth node : nodes) {
             allServing &= node.isServing();
             table.row(
-                    node.nodeIndex(),
+                    node.name(),
                     node.address(),
                     node.status(),
                     node.tables(),
@@ -114,7 +115,7 @@ final class AdminCommands {
         for (ShardStatus status : admin.describeShards(name)) {
             statuses.put(status.shard(), status);
         }
-        List<String> nodes = admin.nodeAddresses();
+        ClusterView view = admin.clusterView();
         out.println("table    " + info.name());
         out.println("shards   " + info.shardCount());
         out.println("created  " + Formats.instant(info.createdAtMillis()));
@@ -141,7 +142,7 @@ final class AdminCommands {
             ShardStatus status = statuses.get(shard);
             table.row(
                     shard,
-                    nodes.get(ShardMap.nodeOf(shard, info.shardCount(), nodes.size())),
+                    view.owner(shard, info.shardCount()).name(),
                     totals.count(),
                     totals.pinned(),
                     totals.count() == 0 ? "-" : totals.oldestId(),

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Locale;
 
 /** How sizes, instants and durations read in the admin tables. */
@@ -41,6 +42,30 @@ final class Formats {
         appendUnit(text, d.toHoursPart(), "h");
         appendUnit(text, d.toMinutesPart(), "m");
         text.append(d.toSecondsPart()).append('s');
+        return text.toString();
+    }
+
+    /** Ascending shards as compact ranges, e.g. {@code 0-2,7,9-11}; {@code -} for none. */
+    static String ranges(List<Integer> ascending) {
+        if (ascending.isEmpty()) {
+            return "-";
+        }
+        StringBuilder text = new StringBuilder();
+        int start = ascending.get(0);
+        int previous = start;
+        for (int i = 1; i <= ascending.size(); i++) {
+            int next = i < ascending.size() ? ascending.get(i) : Integer.MIN_VALUE;
+            if (i < ascending.size() && next == previous + 1) {
+                previous = next;
+                continue;
+            }
+            text.append(text.length() == 0 ? "" : ",").append(start);
+            if (previous > start) {
+                text.append('-').append(previous);
+            }
+            start = next;
+            previous = next;
+        }
         return text.toString();
     }
 

@@ -59,6 +59,9 @@ public final class KvAdminMain {
             err.print(usage());
             return EXIT_USAGE;
         }
+        if (parsed.command() == AdminCommand.CLUSTER) {
+            return cluster(parsed, config, out, err);
+        }
         KvStore kv;
         try {
             kv = KvStores.connect(config);
@@ -81,6 +84,25 @@ public final class KvAdminMain {
             err.println(NAME + ": kv-server unavailable: " + oneLine(e));
         } catch (KvException e) {
             err.println(NAME + ": " + oneLine(e));
+        } finally {
+            out.flush();
+        }
+        return AdminCommands.EXIT_FAILED;
+    }
+
+    /** {@code cluster} asks every node itself, before (and whether or not) a store connects. */
+    private static int cluster(
+            AdminArgs parsed, KvClientConfig config, PrintStream out, PrintStream err) {
+        try {
+            return new ClusterCommand(config, out).run();
+        } catch (AuthenticationException e) {
+            err.println(NAME + ": not accepted by " + parsed.addresses() + ": " + oneLine(e));
+        } catch (KvUnavailableException e) {
+            err.println(NAME + ": cannot reach " + parsed.addresses() + ": " + oneLine(e));
+        } catch (KvException e) {
+            err.println(NAME + ": " + oneLine(e));
+        } catch (IllegalArgumentException e) {
+            err.println(NAME + ": " + e.getMessage());
         } finally {
             out.flush();
         }

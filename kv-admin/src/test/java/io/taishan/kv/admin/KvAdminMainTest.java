@@ -79,7 +79,7 @@ class KvAdminMainTest {
 
         assertThat(r.exit).isZero();
         assertThat(r.err).isEmpty();
-        assertThat(r.row(server.address())).contains("0", "SERVING");
+        assertThat(r.row(server.address())).contains("kv1", "SERVING");
     }
 
     @Test
@@ -154,8 +154,7 @@ class KvAdminMainTest {
         assertThat(r.out).contains("table    " + table).contains("shards   2");
         for (String shard : List.of("0", "1")) {
             List<String> row = r.rowStartingWith(shard);
-            assertThat(row.subList(0, 6))
-                    .containsExactly(shard, server.address(), "3", "1", "1", "3");
+            assertThat(row.subList(0, 6)).containsExactly(shard, "kv1", "3", "1", "1", "3");
         }
         assertThat(r.out).contains("6 snapshot(s), 2 pinned");
     }

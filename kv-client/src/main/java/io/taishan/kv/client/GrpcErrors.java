@@ -141,7 +141,12 @@ final class GrpcErrors {
             case SNAPSHOT_NOT_FOUND:
                 return new SnapshotNotFoundException(message, address, failure);
             case SHARD_NOT_OWNED:
-                return new ShardNotOwnedException(message, address, failure);
+                Metadata trailers = Status.trailersFromThrowable(failure);
+                return new ShardNotOwnedException(
+                        message,
+                        address,
+                        failure,
+                        trailers == null ? null : trailers.get(KvErrors.CLUSTER_VIEW_KEY));
             case LIMIT_EXCEEDED:
                 return new LimitExceededException(message, address, failure);
             case SHUTTING_DOWN:

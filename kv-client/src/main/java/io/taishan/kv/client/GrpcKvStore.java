@@ -34,6 +34,7 @@ import io.taishan.kv.proto.KvServiceGrpc.KvServiceFutureStub;
 import io.taishan.kv.proto.ListSnapshotsRequest;
 import io.taishan.kv.proto.ListSnapshotsResponse;
 import io.taishan.kv.proto.ListTablesRequest;
+import io.taishan.kv.proto.ListTablesResponse;
 import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.MultiGetResponse;
 import io.taishan.kv.proto.MultiScanRequest;
@@ -61,9 +62,9 @@ import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.protocol.ScanRange;
-import io.taishan.kv.protocol.ShardMap;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
@@ -88,8 +89,15 @@ import javax.annotation.Nullable;
 /**
  * The {@link KvStore} over gRPC: per node, {@link KvClientConfig#readChannels()} connections for
  * reads and one for writes, filter fetches and administration (so a read never waits behind a write
- * batch on one HTTP/2 connection), each shard routed to its owner by {@link ShardMap}, a deadline
- * on every attempt, bounded retries with backoff for idempotent calls only.
+ * batch on one HTTP/2 connection), each shard routed to its owner under the client's view of the
+ * cluster ({@link ShardRouter}), a deadline on every attempt, bounded retries with backoff for
+ * idempotent calls only.
+ *
+ * <p>The view comes from the seeds at connect and is refreshed when a node refuses a shard with a
+ * view other than the client's ({@link ViewRefresher}, {@link ClusterConnections}): calls that take
+ * shards (open, restore, clone) are then sent once more under the new view; every other call fails
+ * with {@link ShardNotOwnedException}, since its lease came from the shard's old owner. A call that
+ * takes shards on a node that joined after the table was created creates the table there first.
  *
  * <p>Tables are created and dropped on every node; their shard counts are cached (from create or
  * describe) to route. Writes go out as one request per node in parallel, cut into several when the
@@ -109,8 +117,9 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
     private static final long CLOSE_GRACE_MILLIS = 5_000;
 
-    private final List<KvNode> nodes;
+    private final ClusterConnections connections;
     private final ShardRouter router;
+    private final ViewRefresher refresher;
     private final KvLimits limits;
     private final RetryingCaller caller;
     private final RequestSplitter splitter;
@@ -119,17 +128,21 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private GrpcKvStore(
-            List<KvNode> nodes,
-            KvLimits limits,
+            ClusterDiscovery.Cluster cluster,
+            ClusterConnections connections,
             RetryingCaller caller,
             ScheduledExecutorService retryScheduler) {
-        this.nodes = List.copyOf(nodes);
-        this.router = new ShardRouter(nodes, this::describeTable);
-        this.limits = limits;
+        this.connections = connections;
+        this.router =
+                new ShardRouter(
+                        new ShardRouter.Routing(cluster.view(), cluster.nodes()),
+                        this::describeTable);
+        this.limits = cluster.limits();
         this.caller = caller;
         this.splitter = new RequestSplitter(limits);
         this.large = new LargeValueTransfers(caller, limits);
         this.retryScheduler = retryScheduler;
+        this.refresher = new ViewRefresher(connections, router);
     }
 
     /** See {@link KvStores#connect}. */
@@ -142,23 +155,31 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                                 .setDaemon(true)
                                 .build());
         RetryingCaller caller = new RetryingCaller(config, scheduler);
-        Map<String, KvNode.Connections> connections = new LinkedHashMap<>();
+        ClusterConnections connections = new ClusterConnections(config, security, caller);
         try {
-            ClusterDiscovery.Cluster cluster =
-                    ClusterDiscovery.discover(config, security, caller, connections);
-            for (KvNode.Connections c : connections.values()) {
-                if (cluster.nodes().stream().noneMatch(n -> n.connections() == c)) {
-                    c.shutdownNow();
-                }
-            }
-            for (KvNode node : cluster.nodes()) {
-                node.connections().connectReads();
-            }
-            return new GrpcKvStore(cluster.nodes(), cluster.limits(), caller, scheduler);
+            return new GrpcKvStore(connections.connect(), connections, caller, scheduler);
         } catch (RuntimeException e) {
-            connections.values().forEach(KvNode.Connections::shutdownNow);
             scheduler.shutdownNow();
             throw e;
+        }
+    }
+
+    /** See {@link KvStores#describeCluster}. */
+    static ClusterReport describeCluster(KvClientConfig config) {
+        ChannelSecurity security = ChannelSecurity.of(config);
+        ScheduledExecutorService scheduler =
+                Executors.newSingleThreadScheduledExecutor(
+                        new ThreadFactoryBuilder()
+                                .setNameFormat("taishan-kv-client-retry-%d")
+                                .setDaemon(true)
+                                .build());
+        Map<String, KvNode.Connections> opened = new LinkedHashMap<>();
+        try {
+            return ClusterDiscovery.describe(
+                    config, security, new RetryingCaller(config, scheduler), opened);
+        } finally {
+            opened.values().forEach(KvNode.Connections::shutdownNow);
+            scheduler.shutdownNow();
         }
     }
 
@@ -179,11 +200,38 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
 
     @Override
     public List<String> nodeAddresses() {
+        List<KvNode> nodes = router.nodes();
         List<String> addresses = new ArrayList<>(nodes.size());
         for (KvNode node : nodes) {
             addresses.add(node.address());
         }
         return addresses;
+    }
+
+    @Override
+    public ClusterView clusterView() {
+        return router.view();
+    }
+
+    @Override
+    public List<UnownedShards> unownedShards(String table) {
+        ensureOpen();
+        DescribeShardsRequest request = DescribeShardsRequest.newBuilder().setTable(table).build();
+        List<KvNode> nodes = router.nodes();
+        List<DescribeShardsResponse> responses =
+                onEveryNode(
+                        nodes,
+                        () -> "DescribeShards(" + table + ")",
+                        table,
+                        stub -> stub.describeShards(request));
+        List<UnownedShards> result = new ArrayList<>();
+        for (int i = 0; i < nodes.size(); i++) {
+            result.add(
+                    new UnownedShards(
+                            router.view().node(nodes.get(i).index()),
+                            List.copyOf(responses.get(i).getUnownedShardsList())));
+        }
+        return result;
     }
 
     // ---- tables
@@ -205,7 +253,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     private TableInfo create(String name, int shardCount, boolean ifNotExists) {
         ensureOpen();
         TableInfo created = null;
-        for (KvNode node : nodes) {
+        for (KvNode node : router.nodes()) {
             CreateTableRequest request =
                     CreateTableRequest.newBuilder()
                             .setName(name)
@@ -228,58 +276,71 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         return created;
     }
 
+    /**
+     * Asks the nodes in name order until one has the table: a node that joined the cluster after
+     * the table was created does not have it until a shard of it is taken there.
+     */
     @Override
     public Optional<TableInfo> describeTable(String name) {
         ensureOpen();
         DescribeTableRequest request = DescribeTableRequest.newBuilder().setName(name).build();
-        try {
-            TableInfo info =
-                    ProtoConversions.table(
-                            caller.call(
-                                            router.first(),
-                                            () -> "DescribeTable(" + name + ")",
-                                            true,
-                                            stub -> stub.describeTable(request))
-                                    .getTable());
-            router.remember(info);
-            return Optional.of(info);
-        } catch (TableNotFoundException e) {
-            router.forget(name);
-            return Optional.empty();
+        for (KvNode node : router.nodes()) {
+            try {
+                TableInfo info =
+                        ProtoConversions.table(
+                                caller.call(
+                                                node,
+                                                () -> "DescribeTable(" + name + ")",
+                                                true,
+                                                stub -> stub.describeTable(request))
+                                        .getTable());
+                router.remember(info);
+                return Optional.of(info);
+            } catch (TableNotFoundException e) {
+                // next node
+            }
         }
+        router.forget(name);
+        return Optional.empty();
     }
 
+    /** Every node's tables, once each: a node that joined later lacks the older ones. */
     @Override
     public List<TableInfo> listTables() {
         ensureOpen();
-        List<TableInfo> result = new ArrayList<>();
-        for (io.taishan.kv.proto.TableInfo table :
-                caller.call(
-                                router.first(),
-                                () -> "ListTables",
-                                true,
-                                stub -> stub.listTables(ListTablesRequest.getDefaultInstance()))
-                        .getTablesList()) {
-            result.add(ProtoConversions.table(table));
+        Map<String, TableInfo> result = new LinkedHashMap<>();
+        for (ListTablesResponse response :
+                onEveryNode(
+                        router.nodes(),
+                        () -> "ListTables",
+                        null,
+                        stub -> stub.listTables(ListTablesRequest.getDefaultInstance()))) {
+            for (io.taishan.kv.proto.TableInfo table : response.getTablesList()) {
+                result.putIfAbsent(table.getName(), ProtoConversions.table(table));
+            }
         }
-        return result;
+        return new ArrayList<>(result.values());
     }
 
-    /** Node 0 decides whether the table existed; on the others it may be gone already. */
+    /** Fails when no node had the table; on some it may be gone already, or never was. */
     @Override
     public void dropTable(String name) {
         ensureOpen();
         DropTableRequest request = DropTableRequest.newBuilder().setName(name).build();
         router.forget(name);
-        for (KvNode node : nodes) {
+        TableNotFoundException notFound = null;
+        boolean dropped = false;
+        for (KvNode node : router.nodes()) {
             try {
                 caller.call(
                         node, () -> "DropTable(" + name + ")", false, s -> s.dropTable(request));
+                dropped = true;
             } catch (TableNotFoundException e) {
-                if (node.index() == 0) {
-                    throw e;
-                }
+                notFound = notFound == null ? e : notFound;
             }
+        }
+        if (!dropped && notFound != null) {
+            throw notFound;
         }
     }
 
@@ -289,14 +350,30 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     public ShardLease openShard(String table, int shard) {
         OpenShardRequest request =
                 OpenShardRequest.newBuilder().setTable(table).setShard(shard).build();
-        long epoch =
-                callShard(table, shard, "OpenShard", false, stub -> stub.openShard(request))
-                        .getEpoch();
-        return new ShardLease(table, shard, epoch);
+        return takingShards(
+                table,
+                () -> {
+                    KvNode node = router.nodeFor(table, shard);
+                    long epoch =
+                            callShard(
+                                            node,
+                                            table,
+                                            shard,
+                                            "OpenShard",
+                                            false,
+                                            stub -> stub.openShard(request))
+                                    .getEpoch();
+                    return new ShardLease(table, shard, epoch, node.name());
+                });
     }
 
     @Override
     public List<ShardLease> openShards(String table, int[] shards, String writer, boolean wipe) {
+        return takingShards(table, () -> openShardsOnce(table, shards, writer, wipe));
+    }
+
+    private List<ShardLease> openShardsOnce(
+            String table, int[] shards, String writer, boolean wipe) {
         ensureOpen();
         TableInfo info = router.tableInfo(table);
         Map<KvNode, OpenShardsRequest.Builder> byNode = new LinkedHashMap<>();
@@ -311,6 +388,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                     .addShards(shard);
         }
         List<OpenShardsRequest> requests = new ArrayList<>(byNode.size());
+        List<KvNode> targets = new ArrayList<>(byNode.keySet());
         List<CompletableFuture<OpenShardsResponse>> pending = new ArrayList<>(byNode.size());
         for (Map.Entry<KvNode, OpenShardsRequest.Builder> entry : byNode.entrySet()) {
             OpenShardsRequest request = entry.getValue().build();
@@ -332,9 +410,10 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         for (int n = 0; n < requests.size(); n++) {
             OpenShardsRequest request = requests.get(n);
             OpenShardsResponse response = responses.get(n);
+            String node = targets.get(n).name();
             for (int i = 0; i < request.getShardsCount(); i++) {
                 int shard = request.getShards(i);
-                byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i)));
+                byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i), node));
             }
         }
         List<ShardLease> leases = new ArrayList<>(shards.length);
@@ -346,6 +425,11 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
 
     @Override
     public List<ShardLease> restoreShards(
+            String table, String writer, List<ShardRestore> restores) {
+        return takingShards(table, () -> restoreShardsOnce(table, writer, restores));
+    }
+
+    private List<ShardLease> restoreShardsOnce(
             String table, String writer, List<ShardRestore> restores) {
         ensureOpen();
         TableInfo info = router.tableInfo(table);
@@ -364,6 +448,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                                     .setSnapshotId(r.snapshotId()));
         }
         List<RestoreShardsRequest> requests = new ArrayList<>(byNode.size());
+        List<KvNode> targets = new ArrayList<>(byNode.keySet());
         List<CompletableFuture<RestoreShardsResponse>> pending = new ArrayList<>(byNode.size());
         for (Map.Entry<KvNode, RestoreShardsRequest.Builder> entry : byNode.entrySet()) {
             RestoreShardsRequest request = entry.getValue().build();
@@ -385,9 +470,10 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         for (int n = 0; n < requests.size(); n++) {
             RestoreShardsRequest request = requests.get(n);
             RestoreShardsResponse response = responses.get(n);
+            String node = targets.get(n).name();
             for (int i = 0; i < request.getShardsCount(); i++) {
                 int shard = request.getShards(i).getShard();
-                byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i)));
+                byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i), node));
             }
         }
         List<ShardLease> leases = new ArrayList<>(restores.size());
@@ -409,12 +495,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                         .setKey(UnsafeByteOperations.unsafeWrap(key))
                         .build();
         GetResponse response =
-                readShard(
-                        lease.table(),
-                        lease.shard(),
-                        KvServiceGrpc.getGetMethod(),
-                        request,
-                        GrpcKvStore::describeGet);
+                readShard(lease, KvServiceGrpc.getGetMethod(), request, GrpcKvStore::describeGet);
         if (response.getValueChunked()) {
             return readChunked(request);
         }
@@ -432,8 +513,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         try {
             return large.read(node, request, () -> describeReadValue(request));
         } catch (TableNotFoundException | ShardNotOwnedException e) {
-            router.forget(request.getTable());
-            throw e;
+            throw refused(request.getTable(), e);
         }
     }
 
@@ -472,14 +552,13 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             MultiGetRequest only = requests.get(0);
             MultiGetResponse response =
                     readShard(
-                            lease.table(),
-                            lease.shard(),
+                            lease,
                             KvServiceGrpc.getMultiGetMethod(),
                             only,
                             GrpcKvStore::describeMultiGet);
             responses = List.of(response);
         } else {
-            KvNode node = router.nodeFor(lease.table(), lease.shard());
+            KvNode node = router.nodeFor(lease);
             List<CompletableFuture<MultiGetResponse>> pending = new ArrayList<>(requests.size());
             for (MultiGetRequest request : requests) {
                 pending.add(
@@ -567,8 +646,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                                 + q.lease().table()
                                 + "'");
             }
-            byNode.computeIfAbsent(router.nodeFor(info, q.lease().shard()), n -> new ArrayList<>())
-                    .add(i);
+            byNode.computeIfAbsent(router.nodeFor(info, q.lease()), n -> new ArrayList<>()).add(i);
         }
         List<List<Integer>> chunks = new ArrayList<>();
         List<CompletableFuture<MultiScanResponse>> pending = new ArrayList<>();
@@ -639,12 +717,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     }
 
     private ScanResponse scanPage(ShardLease lease, ScanRequest request) {
-        return readShard(
-                lease.table(),
-                lease.shard(),
-                KvServiceGrpc.getScanMethod(),
-                request,
-                GrpcKvStore::describeScan);
+        return readShard(lease, KvServiceGrpc.getScanMethod(), request, GrpcKvStore::describeScan);
     }
 
     // ---- writes
@@ -659,10 +732,9 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         splitter.checkOps(shardWrites);
         TableInfo info = router.tableInfo(batch.table());
         if (hasChunkedValues(shardWrites)) {
-            return await(
-                    sendWrites(batch.table(), info, shardWrites), "Write(" + batch.table() + ")");
+            return await(sendWrites(batch, info, shardWrites), "Write(" + batch.table() + ")");
         }
-        List<RoutedWrite> writes = route(batch.table(), info, shardWrites);
+        List<RoutedWrite> writes = route(batch, info, shardWrites);
         if (writes.size() > 1) {
             return await(send(batch.table(), shardWrites, writes), "Write(" + batch.table() + ")");
         }
@@ -679,8 +751,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                             GrpcKvStore::describeWrite);
             return combine(shardWrites, List.of(response));
         } catch (TableNotFoundException | ShardNotOwnedException e) {
-            router.forget(batch.table());
-            throw e;
+            throw refused(batch.table(), e);
         }
     }
 
@@ -701,7 +772,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             splitter.checkOps(shardWrites);
             TableInfo known = router.known(batch.table());
             if (!router.needsShardCounts() || known != null) {
-                return sendWrites(batch.table(), known, shardWrites);
+                return sendWrites(batch, known, shardWrites);
             }
             DescribeTableRequest describe =
                     DescribeTableRequest.newBuilder().setName(batch.table()).build();
@@ -719,7 +790,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                                 }
                                 TableInfo info = ProtoConversions.table(described.getTable());
                                 router.remember(info);
-                                sendWrites(batch.table(), info, shardWrites)
+                                sendWrites(batch, info, shardWrites)
                                         .whenComplete(
                                                 (written, writeFailure) -> {
                                                     if (writeFailure != null) {
@@ -739,12 +810,13 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     private record RoutedWrite(KvNode node, WriteRequest request) {}
 
     private CompletableFuture<WriteResult> sendWrites(
-            String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+            WriteBatch batch, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+        String table = batch.table();
         if (!hasChunkedValues(shardWrites)) {
-            return send(table, shardWrites, route(table, info, shardWrites));
+            return send(table, shardWrites, route(batch, info, shardWrites));
         }
-        return stageChunkedValues(table, info, shardWrites)
-                .thenCompose(staged -> send(table, staged, route(table, info, staged)));
+        return stageChunkedValues(batch, info, shardWrites)
+                .thenCompose(staged -> send(table, staged, route(batch, info, staged)));
     }
 
     private boolean hasChunkedValues(List<ShardWrite> shardWrites) {
@@ -775,13 +847,14 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
      * its Write), and answers the shard writes with those ops naming their staged values.
      */
     private CompletableFuture<List<ShardWrite>> stageChunkedValues(
-            String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+            WriteBatch batch, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+        String table = batch.table();
         CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
         List<ShardWrite.Builder> staged = new ArrayList<>(shardWrites.size());
         for (ShardWrite w : shardWrites) {
             ShardWrite.Builder b = w.toBuilder();
             staged.add(b);
-            KvNode node = router.nodeFor(info, w.getShard());
+            KvNode node = router.nodeFor(info, batch.leaseOf(w.getShard()));
             ShardRef shard =
                     ShardRef.newBuilder().setShard(w.getShard()).setEpoch(w.getEpoch()).build();
             for (int i = 0; i < w.getOpsCount(); i++) {
@@ -845,10 +918,11 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
      * first is sent: a batch over the limits sends nothing.
      */
     private List<RoutedWrite> route(
-            String table, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+            WriteBatch batch, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
+        String table = batch.table();
         Map<KvNode, List<ShardWrite>> byNode = new LinkedHashMap<>();
         for (ShardWrite shardWrite : shardWrites) {
-            KvNode node = router.nodeFor(info, shardWrite.getShard());
+            KvNode node = router.nodeFor(info, batch.leaseOf(shardWrite.getShard()));
             byNode.computeIfAbsent(node, n -> new ArrayList<>()).add(shardWrite);
         }
         List<RoutedWrite> writes = new ArrayList<>();
@@ -944,7 +1018,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                                 + "'");
             }
             byNode.computeIfAbsent(
-                            router.nodeFor(table, lease.shard()),
+                            router.nodeFor(lease),
                             n ->
                                     SnapshotRequest.newBuilder()
                                             .setTable(table)
@@ -979,9 +1053,21 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                         .setShard(shard)
                         .setSnapshotId(snapshotId)
                         .build();
-        long epoch =
-                callShard(table, shard, "Restore", false, stub -> stub.restore(request)).getEpoch();
-        return new ShardLease(table, shard, epoch);
+        return takingShards(
+                table,
+                () -> {
+                    KvNode node = router.nodeFor(table, shard);
+                    long epoch =
+                            callShard(
+                                            node,
+                                            table,
+                                            shard,
+                                            "Restore",
+                                            false,
+                                            stub -> stub.restore(request))
+                                    .getEpoch();
+                    return new ShardLease(table, shard, epoch, node.name());
+                });
     }
 
     /** Routed by the source table: both have the same shard count, hence the same owner. */
@@ -995,10 +1081,21 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                         .setSnapshotId(snapshotId)
                         .setTargetTable(targetTable)
                         .build();
-        long epoch =
-                callShard(sourceTable, shard, "Clone", false, stub -> stub.clone(request))
-                        .getEpoch();
-        return new ShardLease(targetTable, shard, epoch);
+        return takingShards(
+                targetTable,
+                () -> {
+                    KvNode node = router.nodeFor(sourceTable, shard);
+                    long epoch =
+                            callShard(
+                                            node,
+                                            sourceTable,
+                                            shard,
+                                            "Clone",
+                                            false,
+                                            stub -> stub.clone(request))
+                                    .getEpoch();
+                    return new ShardLease(targetTable, shard, epoch, node.name());
+                });
     }
 
     @Override
@@ -1126,7 +1223,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         Map<KvNode, ReportTtlTimeRequest.Builder> byNode = new LinkedHashMap<>();
         for (ShardLease lease : leases) {
             byNode.computeIfAbsent(
-                            router.nodeFor(table, lease.shard()),
+                            router.nodeFor(lease),
                             n ->
                                     ReportTtlTimeRequest.newBuilder()
                                             .setTable(table)
@@ -1161,6 +1258,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
                         .setShard(shardRef(lease))
                         .build();
         return callShard(
+                router.nodeFor(lease),
                 lease.table(),
                 lease.shard(),
                 "FetchFilter",
@@ -1195,13 +1293,16 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         ensureOpen();
         FilterBatch.checkLeases(leases);
         Map<KvNode, List<ShardLease>> byNode = new LinkedHashMap<>();
-        for (ShardLease lease : leases) {
-            byNode.computeIfAbsent(
-                            router.nodeFor(lease.table(), lease.shard()), n -> new ArrayList<>())
-                    .add(lease);
-        }
         Map<Integer, ShardFilter> filters = new HashMap<>();
         Map<Integer, KvException> failures = new HashMap<>();
+        for (ShardLease lease : leases) {
+            try {
+                byNode.computeIfAbsent(router.nodeFor(lease), n -> new ArrayList<>()).add(lease);
+            } catch (KvException e) {
+                // A lease another node handed out, before the cluster changed.
+                failures.put(lease.shard(), e);
+            }
+        }
         try {
             for (Map.Entry<KvNode, List<ShardLease>> entry : byNode.entrySet()) {
                 List<ShardLease> ofNode = entry.getValue();
@@ -1544,6 +1645,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     @Override
     public List<NodeHealth> health() {
         ensureOpen();
+        List<KvNode> nodes = router.nodes();
         List<CompletableFuture<NodeHealth>> pending = new ArrayList<>(nodes.size());
         for (KvNode node : nodes) {
             pending.add(
@@ -1556,10 +1658,10 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     private static NodeHealth health(
             KvNode node, @Nullable HealthResponse answer, @Nullable Throwable failure) {
         if (failure == null) {
-            return ProtoConversions.health(node.address(), answer);
+            return ProtoConversions.health(node.name(), node.address(), answer);
         }
         String status = failure instanceof KvUnavailableException ? "UNREACHABLE" : "ERROR";
-        return new NodeHealth(node.address(), node.index(), status, 0, 0, 0, "");
+        return new NodeHealth(node.name(), node.address(), node.index(), status);
     }
 
     @Override
@@ -1579,19 +1681,21 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             return;
         }
         retryScheduler.shutdownNow();
-        for (KvNode node : nodes) {
-            node.connections().shutdown();
+        refresher.close();
+        List<KvNode.Connections> all = connections.all();
+        for (KvNode.Connections c : all) {
+            c.shutdown();
         }
         long deadline = System.nanoTime() + grace.toNanos();
         try {
-            for (KvNode node : nodes) {
-                if (!node.connections().awaitTermination(deadline)) {
-                    node.connections().shutdownNow();
+            for (KvNode.Connections c : all) {
+                if (!c.awaitTermination(deadline)) {
+                    c.shutdownNow();
                 }
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            nodes.forEach(node -> node.connections().shutdownNow());
+            connections.shutdownNow();
         }
     }
 
@@ -1602,21 +1706,18 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
 
     // ---- routing and plumbing
 
-    /** A read on the shard owner's read lane; see {@link RetryingCaller#unary}. */
+    /** A read on the lease's shard owner's read lane; see {@link RetryingCaller#unary}. */
     private <Q, R> R readShard(
-            String table,
-            int shard,
+            ShardLease lease,
             MethodDescriptor<Q, R> method,
             Q request,
             Function<? super Q, String> what) {
         ensureOpen();
-        KvNode node = router.nodeFor(table, shard);
+        KvNode node = router.nodeFor(lease);
         try {
             return caller.unary(node, KvNode.Lane.READ, method, request, true, what);
         } catch (TableNotFoundException | ShardNotOwnedException e) {
-            // The cached shard count may be stale (the table was dropped and created again).
-            router.forget(table);
-            throw e;
+            throw refused(lease.table(), e);
         }
     }
 
@@ -1627,13 +1728,21 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             boolean idempotent,
             Function<KvServiceBlockingStub, R> call) {
         ensureOpen();
-        KvNode node = router.nodeFor(table, shard);
+        return callShard(router.nodeFor(table, shard), table, shard, rpc, idempotent, call);
+    }
+
+    private <R> R callShard(
+            KvNode node,
+            String table,
+            int shard,
+            String rpc,
+            boolean idempotent,
+            Function<KvServiceBlockingStub, R> call) {
+        ensureOpen();
         try {
             return caller.call(node, () -> describe(rpc, table, shard), idempotent, call);
         } catch (TableNotFoundException | ShardNotOwnedException e) {
-            // The cached shard count may be stale (the table was dropped and created again).
-            router.forget(table);
-            throw e;
+            throw refused(table, e);
         }
     }
 
@@ -1641,11 +1750,105 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             Supplier<String> what,
             String table,
             Function<KvServiceFutureStub, ListenableFuture<R>> call) {
+        return onEveryNode(router.nodes(), what, table, call);
+    }
+
+    /** The answers in the order of {@code nodes}. */
+    private <R> List<R> onEveryNode(
+            List<KvNode> nodes,
+            Supplier<String> what,
+            @Nullable String table,
+            Function<KvServiceFutureStub, ListenableFuture<R>> call) {
         List<CompletableFuture<R>> pending = new ArrayList<>(nodes.size());
         for (KvNode node : nodes) {
             pending.add(caller.callAsync(node, what, true, call));
         }
         return awaitAll(pending, table);
+    }
+
+    /**
+     * What a refusal of the table or of a shard means for this client, returned to be thrown.
+     * Either way the cached shard count may be stale (the table was dropped and created again). A
+     * node that refuses a shard under a view other than the client's tells that the cluster
+     * changed: the view is refreshed in the background, and the failure says so.
+     */
+    private KvException refused(String table, KvException e) {
+        router.forget(table);
+        if (!(e instanceof ShardNotOwnedException notOwned)
+                || notOwned.nodeView() == null
+                || notOwned.nodeView().equals(router.view().fingerprintHex())) {
+            return e;
+        }
+        if (!closed.get()) {
+            refresher.refreshLater(e.address());
+        }
+        return new ShardNotOwnedException(
+                e.getMessage()
+                        + "; this client routed by view "
+                        + router.view().fingerprintHex()
+                        + " ("
+                        + router.view().nameList()
+                        + "): the cluster changed, the client is refreshing its view, and a"
+                        + " lease taken under the old view is void where the shard moved: take"
+                        + " the shard again (open or restore it)",
+                e.address(),
+                e,
+                notOwned.nodeView());
+    }
+
+    /**
+     * Runs a call that takes shards (open, restore, clone) once more when it failed because the
+     * cluster changed under it (and the refreshed view differs) or because a node lacked the table
+     * (a node that joined after the table was created: it gets the table first). Safe: a node
+     * refuses such a call whole, before it changes anything; and a part another node carried out is
+     * taken again, which only fences leases nobody was given.
+     */
+    private <T> T takingShards(String table, Supplier<T> call) {
+        long before = router.view().fingerprint();
+        try {
+            return call.get();
+        } catch (ShardNotOwnedException e) {
+            boolean otherView =
+                    e.nodeView() != null && !e.nodeView().equals(router.view().fingerprintHex());
+            if (otherView) {
+                refresher.refreshNow(e.address());
+            }
+            // Unchanged: the refusal was about this client's stale shard count, not the cluster.
+            if (router.view().fingerprint() == before) {
+                throw e;
+            }
+            return call.get();
+        } catch (TableNotFoundException e) {
+            if (!createWhereMissing(table)) {
+                throw e;
+            }
+            return call.get();
+        }
+    }
+
+    /**
+     * Creates the table on every node that lacks it, with the shard count a node that has it
+     * reports; false when no node has it.
+     */
+    private boolean createWhereMissing(String table) {
+        Optional<TableInfo> existing = describeTable(table);
+        if (existing.isEmpty()) {
+            return false;
+        }
+        CreateTableRequest request =
+                CreateTableRequest.newBuilder()
+                        .setName(table)
+                        .setShardCount(existing.get().shardCount())
+                        .setIfNotExists(true)
+                        .build();
+        for (KvNode node : router.nodes()) {
+            caller.call(
+                    node,
+                    () -> "CreateTable(" + table + ", " + request.getShardCount() + ")",
+                    false,
+                    stub -> stub.createTable(request));
+        }
+        return true;
     }
 
     private static List<SnapshotInfo> snapshotsOf(List<ListSnapshotsResponse> responses) {
@@ -1685,7 +1888,7 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
             if (table != null
                     && (first instanceof TableNotFoundException
                             || first instanceof ShardNotOwnedException)) {
-                router.forget(table);
+                throw refused(table, (KvException) first);
             }
             throw first;
         }

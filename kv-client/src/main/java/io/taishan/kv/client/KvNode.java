@@ -11,17 +11,25 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One node of the cluster as the client reaches it: its place in the shard map, the address named
- * in errors, and its {@link Connections}.
+ * One node of the cluster as the client reaches it: its position in the view's name order, its
+ * name, the address named in errors, and its {@link Connections}.
+ *
+ * @param index -1 and name empty for a seed not yet placed in a view
  */
-record KvNode(int index, String address, Connections connections) {
+record KvNode(int index, String name, String address, Connections connections) {
 
-    static KvNode of(int index, String address, Connections connections) {
-        return new KvNode(index, address, connections);
+    /** A seed, before its answer says who it is. */
+    static KvNode seed(String address, Connections connections) {
+        return new KvNode(-1, "", address, connections);
     }
 
-    KvNode withIndex(int newIndex) {
-        return new KvNode(newIndex, address, connections);
+    static KvNode of(int index, String name, String address, Connections connections) {
+        return new KvNode(index, name, address, connections);
+    }
+
+    /** The same connections at its place in a view. */
+    KvNode placed(int newIndex, String newName) {
+        return new KvNode(newIndex, newName, address, connections);
     }
 
     /**

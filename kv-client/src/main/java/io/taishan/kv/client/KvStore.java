@@ -1,5 +1,6 @@
 package io.taishan.kv.client;
 
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.protocol.ScanRange;
 import java.time.Duration;
@@ -238,8 +239,24 @@ public interface KvStore extends AutoCloseable {
     /** What operators and tools need beyond the data path: the cluster's layout and state. */
     interface Admin {
 
-        /** The nodes in shard-map order, as this client reaches them. */
+        /**
+         * The nodes in the order of {@link #clusterView()} (by name), as this client reaches them.
+         */
         List<String> nodeAddresses();
+
+        /**
+         * The view of the cluster this client routes by now: every node by name and address, and
+         * the view's fingerprint. It changes when a node refused a shard under another view and the
+         * nodes agree on that one.
+         */
+        ClusterView clusterView();
+
+        /**
+         * Per node of the view, the shards of the table it holds but does not own under its view:
+         * left behind when the cluster's nodes changed (their data and snapshots stay there,
+         * unused). One call per node.
+         */
+        List<UnownedShards> unownedShards(String table);
 
         /**
          * Every shard of the table that some node has touched, with its epoch, filter state and

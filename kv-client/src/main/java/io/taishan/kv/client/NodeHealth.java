@@ -3,12 +3,15 @@ package io.taishan.kv.client;
 /**
  * What one node reported on its health RPC.
  *
+ * @param name the node's name in the cluster (the client's, for a node that did not answer)
+ * @param nodeIndex its position in the cluster's nodes by name
  * @param filterBytes off-heap bytes of every Bloom filter on the node (live, rebuilding, copies
  *     being saved or sent)
  * @param filterLimitBytes the node's limit for live and rebuilding filters
  * @param filterRebuilds filter rebuilds running or queued
  */
 public record NodeHealth(
+        String name,
         String address,
         int nodeIndex,
         String status,
@@ -20,15 +23,9 @@ public record NodeHealth(
         long filterLimitBytes,
         int filterRebuilds) {
 
-    public NodeHealth(
-            String address,
-            int nodeIndex,
-            String status,
-            int openShards,
-            int tables,
-            long uptimeMillis,
-            String version) {
-        this(address, nodeIndex, status, openShards, tables, uptimeMillis, version, 0, 0, 0);
+    /** A node that did not answer, or failed the call. */
+    public NodeHealth(String name, String address, int nodeIndex, String status) {
+        this(name, address, nodeIndex, status, 0, 0, 0, "", 0, 0, 0);
     }
 
     public boolean isServing() {

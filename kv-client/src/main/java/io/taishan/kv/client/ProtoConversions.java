@@ -24,8 +24,12 @@ final class ProtoConversions {
                 s.getReused());
     }
 
-    static NodeHealth health(String address, HealthResponse h) {
+    /**
+     * @param name the client's name for the node, for a server from before named nodes
+     */
+    static NodeHealth health(String name, String address, HealthResponse h) {
         return new NodeHealth(
+                h.getNodeName().isEmpty() ? name : h.getNodeName(),
                 address,
                 h.getNodeIndex(),
                 h.getStatus(),

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import javax.annotation.Nullable;
 
 /**
  * Ordered mutations over many shards of one table, sent by {@link KvStore#write}. The server
@@ -32,6 +33,12 @@ public final class WriteBatch {
 
     private final String table;
     private final Map<Integer, ShardWrite.Builder> shards = new LinkedHashMap<>();
+
+    /**
+     * The first lease of each shard: the node it is bound to (a batch holds one epoch per shard).
+     */
+    private final Map<Integer, ShardLease> leases = new LinkedHashMap<>();
+
     private int opCount;
     private long estimatedBytes;
 
@@ -164,6 +171,12 @@ public final class WriteBatch {
         return result;
     }
 
+    /** The lease the shard's ops were added under; null for a shard the batch does not touch. */
+    @Nullable
+    ShardLease leaseOf(int shard) {
+        return leases.get(shard);
+    }
+
     private WriteBatch add(ShardLease lease, WriteOp op, int payloadBytes) {
         if (!lease.table().equals(table)) {
             throw new IllegalArgumentException(
@@ -177,6 +190,7 @@ public final class WriteBatch {
         if (shard == null) {
             shard = ShardWrite.newBuilder().setShard(lease.shard()).setEpoch(lease.epoch());
             shards.put(lease.shard(), shard);
+            leases.put(lease.shard(), lease);
         } else if (shard.getEpoch() != lease.epoch()) {
             throw new IllegalArgumentException(
                     "two epochs for shard "

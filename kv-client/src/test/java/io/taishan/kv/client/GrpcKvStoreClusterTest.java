@@ -9,8 +9,10 @@ import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.WriteRequest;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.ScanRange;
-import io.taishan.kv.protocol.ShardMap;
+import io.taishan.kv.protocol.ShardPlacement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,8 +52,36 @@ class GrpcKvStoreClusterTest {
                         .build());
     }
 
+    /** The scripted nodes are named n0, n1, n2: their placement. */
+    private static final ShardPlacement PLACEMENT =
+            ShardPlacement.of(
+                    List.of(
+                            ScriptedKvService.nameOf(0),
+                            ScriptedKvService.nameOf(1),
+                            ScriptedKvService.nameOf(2)));
+
     private static int owner(int shard) {
-        return ShardMap.nodeOf(shard, SHARDS, NODES);
+        return owner(shard, SHARDS);
+    }
+
+    private static int owner(int shard, int shardCount) {
+        return PLACEMENT.ownerOf(shard, shardCount);
+    }
+
+    /** The first shard that node {@code node} owns, or does not own. */
+    private static int firstShard(int node, boolean owned) {
+        int shard = 0;
+        while ((owner(shard) == node) != owned) {
+            shard++;
+        }
+        return shard;
+    }
+
+    @Test
+    void everyNodeOwnsSomeShardSoThatEachTestBelowSeesEveryNode() {
+        for (int node = 0; node < NODES; node++) {
+            assertThat(firstShard(node, true)).isLessThan(SHARDS);
+        }
     }
 
     private List<ShardLease> openAll() {
@@ -196,17 +226,62 @@ class GrpcKvStoreClusterTest {
     @Test
     void aStaleShardCountIsForgottenAfterTheServerObjects() {
         store.createTable("t", SHARDS);
-        store.openShard("t", 2);
+        store.openShard("t", 0);
         try (GrpcKvStore other = connect()) {
             other.dropTable("t");
             other.createTable("t", 3);
         }
 
-        // Cached 8 shards route shard 2 to node 0; with 3 shards node 2 owns it.
-        assertThatThrownBy(() -> store.openShard("t", 2))
+        // A shard whose owner differs between 8 and 3 shards: the cached 8 route it wrong.
+        int shard = 0;
+        while (owner(shard, SHARDS) == owner(shard, 3)) {
+            shard++;
+        }
+        int moved = shard;
+        assertThatThrownBy(() -> store.openShard("t", moved))
                 .isInstanceOf(ShardNotOwnedException.class)
-                .hasMessageContaining(cluster.address(0));
-        assertThat(store.openShard("t", 2).shard()).isEqualTo(2);
+                .hasMessageContaining(cluster.address(owner(moved, SHARDS)));
+        assertThat(store.openShard("t", moved).shard()).isEqualTo(moved);
+    }
+
+    @Test
+    void aChangedClusterIsFollowedAndALeaseOfTheOldOwnerIsRefused() {
+        store.createTable("t", SHARDS);
+        List<ShardLease> leases = openAll();
+        // Every node renamed, as after a change of cluster.nodes: the placement changes.
+        List<ClusterNode> renamed = new ArrayList<>();
+        for (int i = 0; i < NODES; i++) {
+            renamed.add(new ClusterNode("m" + i, cluster.address(i)));
+        }
+        ClusterView next = ClusterView.of(renamed);
+        for (int i = 0; i < NODES; i++) {
+            cluster.node(i).setCluster(next, "m" + i);
+        }
+        int moved = 0;
+        while (next.ownerOf(moved, SHARDS) == owner(moved)) {
+            moved++;
+        }
+        ShardLease old = leases.get(moved);
+
+        // The old owner refuses under its new view; the client learns of the change from that.
+        assertThatThrownBy(() -> store.get(old, b("k")))
+                .isInstanceOfSatisfying(
+                        ShardNotOwnedException.class,
+                        e -> {
+                            assertThat(e.nodeView()).isEqualTo(next.fingerprintHex());
+                            assertThat(e.getMessage()).contains("the cluster changed");
+                        });
+        // Taking the shard again goes to its new owner, under the new view.
+        ShardLease again = store.openShard("t", moved);
+        assertThat(again.node()).isEqualTo(next.owner(moved, SHARDS).name());
+        assertThat(store.clusterView()).isEqualTo(next);
+        assertThat(store.get(again, b("k"))).isNull();
+        // The old lease is refused by the client itself, never sent to the new owner.
+        int callsBefore = cluster.node(next.ownerOf(moved, SHARDS)).calls("Get");
+        assertThatThrownBy(() -> store.get(old, b("k")))
+                .isInstanceOf(ShardNotOwnedException.class)
+                .hasMessageContaining("was taken on " + old.node());
+        assertThat(cluster.node(next.ownerOf(moved, SHARDS)).calls("Get")).isEqualTo(callsBefore);
     }
 
     @Test
@@ -232,10 +307,12 @@ class GrpcKvStoreClusterTest {
         List<ShardLease> leases = openAll();
         cluster.stopNode(2);
 
-        assertThat(store.get(leases.get(0), b("k"))).isNull();
+        ShardLease elsewhere = leases.get(firstShard(2, false));
+        assertThat(store.get(elsewhere, b("k"))).isNull();
         KvUnavailableException e =
                 org.assertj.core.api.Assertions.catchThrowableOfType(
-                        () -> store.get(leases.get(7), b("k")), KvUnavailableException.class);
+                        () -> store.get(leases.get(firstShard(2, true)), b("k")),
+                        KvUnavailableException.class);
         assertThat(e.address()).isEqualTo(cluster.address(2));
         assertThat(e.attempts()).isEqualTo(2);
 
@@ -245,6 +322,6 @@ class GrpcKvStoreClusterTest {
                 .isInstanceOf(KvUnavailableException.class)
                 .hasMessageContaining(cluster.address(2));
         // Atomic per shard, not per batch: the live nodes applied theirs.
-        assertThat(store.get(leases.get(0), b("k"))).isEqualTo(b("v"));
+        assertThat(store.get(elsewhere, b("k"))).isEqualTo(b("v"));
     }
 }

@@ -254,9 +254,13 @@ class GrpcKvStoreRetryTest {
     @MethodSource("trailerCodes")
     void theTrailerCodeBecomesATypedExceptionNamingTheNode(
             ErrorCode code, Status.Code status, Class<? extends KvException> expected) {
-        server.failNext("OpenShard", 1, status, code);
+        // A write: never retried, nor sent again after a refusal (as a call taking shards is).
+        server.failNext("Write", 1, status, code);
 
-        KvException e = catchThrowableOfType(() -> store.openShard("t", 0), KvException.class);
+        KvException e =
+                catchThrowableOfType(
+                        () -> store.write(new WriteBatch("t").put(lease, b("k"), b("w"))),
+                        KvException.class);
 
         assertThat(e).isExactlyInstanceOf(expected);
         if (!(e instanceof KvUnavailableException)) {
@@ -264,7 +268,7 @@ class GrpcKvStoreRetryTest {
         }
         assertThat(e.address()).isEqualTo(cluster.address(0));
         assertThat(e.getMessage())
-                .contains("OpenShard")
+                .contains("Write")
                 .contains("scripted failure")
                 .contains("kv-server " + cluster.address(0));
     }

@@ -316,7 +316,7 @@ class GrpcKvStoreTest {
         assertThat(restored.epoch()).isGreaterThan(s0.epoch());
         assertThatThrownBy(() -> store.get(s0, b("k"))).isInstanceOf(FencedException.class);
         ShardLease cloned = store.cloneShard("src", 1, 3, "dst");
-        assertThat(cloned).isEqualTo(new ShardLease("dst", 1, 1));
+        assertThat(cloned).isEqualTo(new ShardLease("dst", 1, 1, ScriptedKvService.nameOf(0)));
         assertThatThrownBy(() -> store.restore("src", 0, 99))
                 .isInstanceOf(SnapshotNotFoundException.class);
 

@@ -12,6 +12,7 @@ import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CloneResponse;
 import io.taishan.kv.proto.ClusterInfoRequest;
 import io.taishan.kv.proto.ClusterInfoResponse;
+import io.taishan.kv.proto.ClusterMember;
 import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.CreateTableResponse;
 import io.taishan.kv.proto.DescribeTableRequest;
@@ -57,8 +58,10 @@ import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.KvErrors;
-import io.taishan.kv.protocol.ShardMap;
+import io.taishan.kv.protocol.ShardPlacement;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -73,10 +76,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
+import javax.annotation.Nullable;
 
 /**
  * A small in-memory KV service for the client's tests, speaking the real protocol over real gRPC:
- * tables, epochs with fencing, shard ownership by {@link ShardMap}, data, paged scans, snapshot
+ * tables, epochs with fencing, shard ownership by {@link ClusterView}, data, paged scans, snapshot
  * bookkeeping (no data copies), each shard's Bloom filter built from its keys at fetch time. Faults
  * can be scripted per RPC (fail the next N calls with a status and error-code trailer; hold calls
  * until a latch opens), and every call is counted and its request kept.
@@ -87,7 +91,7 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
 
     private final Limits limits;
     private final int defaultScanPage;
-    private volatile List<String> nodes = List.of();
+    @Nullable private volatile ClusterView view;
     private volatile int selfIndex;
 
     private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
@@ -121,9 +125,23 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
                 .build();
     }
 
-    public void setCluster(List<String> nodes, int selfIndex) {
-        this.nodes = List.copyOf(nodes);
-        this.selfIndex = selfIndex;
+    /** Nodes named {@code n0, n1, ...} (name order = list order) at these addresses. */
+    public void setCluster(List<String> addresses, int selfIndex) {
+        List<ClusterNode> nodes = new ArrayList<>();
+        for (int i = 0; i < addresses.size(); i++) {
+            nodes.add(new ClusterNode(nameOf(i), addresses.get(i)));
+        }
+        setCluster(ClusterView.of(nodes), nameOf(selfIndex));
+    }
+
+    public void setCluster(ClusterView view, String selfName) {
+        this.view = view;
+        this.selfIndex = view.indexOf(selfName);
+    }
+
+    /** The name {@link ScriptedCluster} gives its node {@code i}. */
+    public static String nameOf(int i) {
+        return "n" + i;
     }
 
     /** The next {@code count} calls of {@code method} fail with {@code status} (and the code). */
@@ -236,7 +254,8 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
                 () ->
                         HealthResponse.newBuilder()
                                 .setStatus("SERVING")
-                                .setNodeAddress(nodes.get(selfIndex))
+                                .setNodeAddress(view.node(selfIndex).address())
+                                .setNodeName(view.node(selfIndex).name())
                                 .setNodeIndex(selfIndex)
                                 .setTables(tables.size())
                                 .setVersion("scripted")
@@ -250,12 +269,23 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
                 "ClusterInfo",
                 request,
                 observer,
-                () ->
-                        ClusterInfoResponse.newBuilder()
-                                .addAllNodes(nodes)
-                                .setSelfIndex(selfIndex)
-                                .setLimits(limits)
-                                .build());
+                () -> {
+                    ClusterView v = view;
+                    ClusterInfoResponse.Builder b =
+                            ClusterInfoResponse.newBuilder()
+                                    .setSelfIndex(selfIndex)
+                                    .setLimits(limits)
+                                    .setViewFingerprint(v.fingerprint())
+                                    .setPlacement(ShardPlacement.VERSION);
+                    for (ClusterNode node : v.nodes()) {
+                        b.addNodes(node.address());
+                        b.addMembers(
+                                ClusterMember.newBuilder()
+                                        .setName(node.name())
+                                        .setAddress(node.address()));
+                    }
+                    return b.build();
+                });
     }
 
     // ---- tables
@@ -703,11 +733,15 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
                     ErrorCode.SHARD_OUT_OF_RANGE,
                     "shard " + shard + " of " + table.getShardCount());
         }
-        if (ShardMap.nodeOf(shard, table.getShardCount(), Math.max(1, nodes.size())) != selfIndex) {
-            throw error(
-                    Status.Code.FAILED_PRECONDITION,
-                    ErrorCode.SHARD_NOT_OWNED,
-                    "shard " + shard + " is not owned by node " + selfIndex);
+        ClusterView v = view;
+        if (v.ownerOf(shard, table.getShardCount()) != selfIndex) {
+            StatusRuntimeException e =
+                    error(
+                            Status.Code.FAILED_PRECONDITION,
+                            ErrorCode.SHARD_NOT_OWNED,
+                            "shard " + shard + " is not owned by " + v.node(selfIndex).name());
+            e.getTrailers().put(KvErrors.CLUSTER_VIEW_KEY, v.fingerprintHex());
+            throw e;
         }
     }
 

@@ -6,7 +6,11 @@
  * <table>
  *   <caption>Classes</caption>
  *   <tr><th>class</th><th>what both ends agree on</th></tr>
- *   <tr><td>{@link io.taishan.kv.protocol.ShardMap}</td><td>which node owns a shard</td></tr>
+ *   <tr><td>{@link io.taishan.kv.protocol.ShardPlacement}</td><td>which node owns a shard:
+ *       rendezvous hashing of the node names over blocks of shards</td></tr>
+ *   <tr><td>{@link io.taishan.kv.protocol.ClusterView}, {@link
+ *       io.taishan.kv.protocol.ClusterNode}</td><td>the named nodes of a cluster, the view's
+ *       fingerprint, the syntax of a node list</td></tr>
  *   <tr><td>{@link io.taishan.kv.protocol.KvLimits}</td><td>the request limits a server enforces
  *       and a client checks before sending</td></tr>
  *   <tr><td>{@link io.taishan.kv.protocol.ScanRange}</td><td>a key range in unsigned byte order
@@ -21,7 +25,8 @@
  *       checked</td></tr>
  * </table>
  *
- * <p>{@code KvLimits} and {@code ScanRange} are part of the client's API; the others are shared by
- * the client and the server only, and may change with them.
+ * <p>{@code KvLimits}, {@code ScanRange}, {@code ClusterView} and {@code ClusterNode} are part of
+ * the client's API; the others are shared by the client and the server only, and may change with
+ * them, but for the placement function, which a version number on the wire pins.
  */
 package io.taishan.kv.protocol;

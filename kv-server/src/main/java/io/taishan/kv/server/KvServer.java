@@ -6,11 +6,13 @@ import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.util.MutableHandlerRegistry;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.Wire;
 import io.taishan.kv.server.metrics.ServerMetrics;
 import io.taishan.kv.server.rpc.CallExecutors;
-import io.taishan.kv.server.rpc.ClusterView;
 import io.taishan.kv.server.rpc.KvGrpcService;
+import io.taishan.kv.server.rpc.ShardOwnership;
 import io.taishan.kv.server.security.AuthInterceptor;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.security.ServerTls;
@@ -170,20 +172,15 @@ public final class KvServer implements AutoCloseable {
         }
         int port = grpc.getPort();
         String self = advertisedHost(config.host()) + ":" + port;
-        List<String> nodes =
-                config.clusterNodes().isEmpty() ? List.of(self) : config.clusterNodes();
-        int index = config.clusterNodes().isEmpty() ? 0 : config.nodeIndex();
-        if (!config.clusterNodes().isEmpty() && !nodes.get(index).endsWith(":" + port)) {
-            LOG.warn(
-                    "Node {} of the cluster is configured as {} but listens on port {}",
-                    index,
-                    nodes.get(index),
-                    port);
+        ClusterView view = config.clusterView(self);
+        ClusterNode me = view.node(view.indexOf(config.nodeName()));
+        if (!config.clusterNodes().isEmpty() && !me.address().endsWith(":" + port)) {
+            LOG.warn("Node {} is configured as {} but listens on port {}", me.name(), me, port);
         }
         KvGrpcService service =
                 new KvGrpcService(
                         storage,
-                        new ClusterView(nodes, index),
+                        new ShardOwnership(view, me.name()),
                         config.limits(),
                         version(),
                         calls,
@@ -198,9 +195,11 @@ public final class KvServer implements AutoCloseable {
         }
         registry.addService(ServerInterceptors.intercept(service, interceptors));
         LOG.info(
-                "kv-server node {} of {} listening on {} with data in {} (WAL {}; {})",
-                index,
-                nodes.size(),
+                "kv-server node {} of cluster view {} ({}) listening on {} with data in {} (WAL {};"
+                        + " {})",
+                me.name(),
+                view.fingerprintHex(),
+                view,
                 self,
                 dataDir.toAbsolutePath(),
                 config.walMode(),

@@ -1,5 +1,7 @@
 package io.taishan.kv.server;
 
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
@@ -24,6 +26,9 @@ public final class KvServerConfig {
     /** The smallest request limit that still carries a batch. */
     static final int MIN_REQUEST_BYTES = 64 << 10;
 
+    /** The name of a single node whose {@code cluster.node-name} is not set. */
+    public static final String DEFAULT_NODE_NAME = "kv1";
+
     /** Defaults of the request limits. */
     public static final KvLimits DEFAULT_LIMITS =
             new KvLimits(64 << 10, 512 << 20, 32 << 20, 100_000, 10_000, 1 << 20, 1 << 20);
@@ -37,8 +42,8 @@ public final class KvServerConfig {
     private final String host;
     private final int port;
     @Nullable private final Path dataDir;
-    private final List<String> clusterNodes;
-    private final int nodeIndex;
+    private final List<ClusterNode> clusterNodes;
+    @Nullable private final String nodeName;
     private final KvLimits limits;
     private final StorageOptions storage;
     private final Duration shutdownGrace;
@@ -54,7 +59,7 @@ public final class KvServerConfig {
         this.port = b.port;
         this.dataDir = b.dataDir;
         this.clusterNodes = List.copyOf(b.clusterNodes);
-        this.nodeIndex = b.nodeIndex;
+        this.nodeName = b.nodeName;
         this.limits =
                 new KvLimits(
                         b.maxKeyBytes,
@@ -102,7 +107,7 @@ public final class KvServerConfig {
         b.port = port;
         b.dataDir = dataDir;
         b.clusterNodes = new ArrayList<>(clusterNodes);
-        b.nodeIndex = nodeIndex;
+        b.nodeName = nodeName;
         b.limits(limits);
         b.walEnabled = storage.walEnabled();
         b.walSync = storage.walMode() == WalMode.SYNC;
@@ -139,13 +144,24 @@ public final class KvServerConfig {
         return dataDir;
     }
 
-    /** The ordered {@code host:port} list of the cluster; empty for a single node. */
-    public List<String> clusterNodes() {
+    /** Every node of the cluster (as configured, in any order); empty for a single node. */
+    public List<ClusterNode> clusterNodes() {
         return clusterNodes;
     }
 
-    public int nodeIndex() {
-        return nodeIndex;
+    /** This node's name: its entry in {@link #clusterNodes()}, or the single node's name. */
+    public String nodeName() {
+        return nodeName == null ? DEFAULT_NODE_NAME : nodeName;
+    }
+
+    /**
+     * The cluster as this node sees it, with this node at {@code selfAddress} when it is a single
+     * node (whose address is known only once it listens).
+     */
+    public ClusterView clusterView(String selfAddress) {
+        return clusterNodes.isEmpty()
+                ? ClusterView.single(nodeName(), selfAddress)
+                : ClusterView.of(clusterNodes);
     }
 
     public KvLimits limits() {
@@ -218,8 +234,8 @@ public final class KvServerConfig {
                 + dataDir
                 + ", clusterNodes="
                 + clusterNodes
-                + ", nodeIndex="
-                + nodeIndex
+                + ", nodeName="
+                + nodeName()
                 + ", limits="
                 + limits
                 + ", storage="
@@ -238,8 +254,8 @@ public final class KvServerConfig {
         private String host = "127.0.0.1";
         private int port = 0;
         @Nullable private Path dataDir;
-        private List<String> clusterNodes = new ArrayList<>();
-        private int nodeIndex = 0;
+        private List<ClusterNode> clusterNodes = new ArrayList<>();
+        @Nullable private String nodeName;
         private int maxKeyBytes = DEFAULT_LIMITS.maxKeyBytes();
         private int maxValueBytes = DEFAULT_LIMITS.maxValueBytes();
         private int maxRequestBytes = DEFAULT_LIMITS.maxRequestBytes();
@@ -303,13 +319,24 @@ public final class KvServerConfig {
             return this;
         }
 
-        public Builder clusterNodes(List<String> nodes) {
+        /** Every node of the cluster, this one included ({@link #nodeName}). */
+        public Builder clusterNodes(List<ClusterNode> nodes) {
             this.clusterNodes = new ArrayList<>(nodes);
             return this;
         }
 
-        public Builder nodeIndex(int nodeIndex) {
-            this.nodeIndex = nodeIndex;
+        /** Every node of the cluster, as {@code cluster.nodes} writes them. */
+        public Builder clusterNodes(String list) {
+            try {
+                return clusterNodes(ClusterView.parse(list).nodes());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("cluster.nodes: " + e.getMessage(), e);
+            }
+        }
+
+        /** This node's name in {@link #clusterNodes}, or the name of a single node. */
+        public Builder nodeName(@Nullable String name) {
+            this.nodeName = name;
             return this;
         }
 
@@ -511,6 +538,12 @@ public final class KvServerConfig {
          */
         public Builder properties(Properties props) {
             for (String key : new TreeSet<>(props.stringPropertyNames())) {
+                if (key.equals("cluster.node-index")) {
+                    throw new IllegalArgumentException(
+                            "config key 'cluster.node-index' is now 'cluster.node-name': nodes are"
+                                    + " named in cluster.nodes (name=host:port,...) and shards"
+                                    + " placed by name, not by position");
+                }
                 String renamed = RENAMED_KEYS.get(key);
                 if (renamed != null) {
                     throw new IllegalArgumentException(
@@ -529,8 +562,8 @@ public final class KvServerConfig {
                     case "host" -> host(v);
                     case "port" -> port(ConfigValues.integer(key, v));
                     case "data.dir" -> dataDir(Path.of(v));
-                    case "cluster.nodes" -> clusterNodes(splitNodes(v));
-                    case "cluster.node-index" -> nodeIndex(ConfigValues.integer(key, v));
+                    case "cluster.nodes" -> clusterNodes(v);
+                    case "cluster.node-name" -> nodeName(v);
                     case "wal.enabled" -> walEnabled(ConfigValues.bool(key, v));
                     case "wal.sync" -> walSync(ConfigValues.bool(key, v));
                     case "limits.max-key-bytes" -> maxKeyBytes(ConfigValues.intBytes(key, v));
@@ -592,16 +625,6 @@ public final class KvServerConfig {
             return this;
         }
 
-        private static List<String> splitNodes(String list) {
-            List<String> nodes = new ArrayList<>();
-            for (String n : list.split(",")) {
-                if (!n.isBlank()) {
-                    nodes.add(n.trim());
-                }
-            }
-            return nodes;
-        }
-
         /**
          * @throws IllegalArgumentException naming the first bad setting
          */
@@ -621,21 +644,7 @@ public final class KvServerConfig {
                         "metrics.sample-interval must not be negative, not "
                                 + metricsSampleInterval);
             }
-            for (String node : clusterNodes) {
-                checkNodeAddress(node);
-            }
-            if (!clusterNodes.isEmpty() && (nodeIndex < 0 || nodeIndex >= clusterNodes.size())) {
-                throw new IllegalArgumentException(
-                        "cluster.node-index "
-                                + nodeIndex
-                                + " out of range for "
-                                + clusterNodes.size()
-                                + " cluster node(s)");
-            }
-            if (clusterNodes.isEmpty() && nodeIndex != 0) {
-                throw new IllegalArgumentException(
-                        "cluster.node-index " + nodeIndex + " set without cluster.nodes");
-            }
+            checkCluster();
             if (walSync && !walEnabled) {
                 throw new IllegalArgumentException("wal.sync = true needs wal.enabled = true");
             }
@@ -705,20 +714,36 @@ public final class KvServerConfig {
             }
         }
 
-        private static void checkNodeAddress(String node) {
-            int colon = node.lastIndexOf(':');
-            boolean ok = colon > 0 && colon < node.length() - 1;
-            if (ok) {
+        /** This node is in the list, once, as is every other name and address. */
+        private void checkCluster() {
+            if (nodeName != null) {
                 try {
-                    int p = Integer.parseInt(node.substring(colon + 1));
-                    ok = p > 0 && p <= 65535;
-                } catch (NumberFormatException e) {
-                    ok = false;
+                    ClusterNode.checkName(nodeName);
+                } catch (IllegalArgumentException e) {
+                    throw new IllegalArgumentException("cluster.node-name: " + e.getMessage(), e);
                 }
             }
-            if (!ok) {
+            if (clusterNodes.isEmpty()) {
+                return;
+            }
+            ClusterView view;
+            try {
+                view = ClusterView.of(clusterNodes);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("cluster.nodes: " + e.getMessage(), e);
+            }
+            if (nodeName == null) {
                 throw new IllegalArgumentException(
-                        "bad cluster node address '" + node + "': expected host:port");
+                        "cluster.nodes is set but cluster.node-name is not: name this node, one of "
+                                + view.nameList());
+            }
+            if (view.indexOf(nodeName) < 0) {
+                throw new IllegalArgumentException(
+                        "cluster.node-name '"
+                                + nodeName
+                                + "' is not in cluster.nodes ("
+                                + view.nameList()
+                                + ")");
             }
         }
     }

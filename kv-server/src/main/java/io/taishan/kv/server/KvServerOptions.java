@@ -37,7 +37,10 @@ public final class KvServerOptions {
                 "path",
                 "a file or directory path, absolute or relative to the working directory",
                 "/etc/taishan/example"),
-        NODE_LIST("nodes", "`host:port[,host:port...]`", "10.0.0.1:7600,10.0.0.2:7600");
+        NODE_LIST(
+                "nodes",
+                "`name=host:port[,name=host:port...]`, names of `A-Z a-z 0-9 _ . -`",
+                "kv1=10.0.0.1:7600,kv2=10.0.0.2:7600");
 
         private final String typeName;
         private final String syntax;
@@ -138,17 +141,23 @@ public final class KvServerOptions {
                     "cluster.nodes",
                     ValueType.NODE_LIST,
                     null,
-                    "The ordered list of every node of the cluster; the order is the shard map's"
-                            + " (node n of N owns shard s of a C-shard table iff floor(s·N/C) = n),"
-                            + " so every node and every restart must use the same list. Unset: a"
-                            + " single node.");
+                    "Every node of the cluster by name and address. Shards are placed by name"
+                            + " (rendezvous hashing: adding or removing a node moves about 1/N of"
+                            + " the shards), so the order means nothing, but every node must list"
+                            + " the same nodes; a node refuses the shards it does not own under its"
+                            + " own list. Clients learn the list from any node. An entry without a"
+                            + " name (the positional list of earlier versions) is refused. Changing"
+                            + " it: docs/operations.md, Changing the cluster. Unset: a single"
+                            + " node.");
 
-    public static final ServerOption CLUSTER_NODE_INDEX =
+    public static final ServerOption CLUSTER_NODE_NAME =
             option(
-                    "cluster.node-index",
-                    ValueType.INTEGER,
-                    "0",
-                    "This node's position in cluster.nodes (0-based).");
+                    "cluster.node-name",
+                    ValueType.STRING,
+                    null,
+                    "This node's name in cluster.nodes; required with it. Without cluster.nodes,"
+                            + " the name of the single node (unset: kv1). Replaces"
+                            + " cluster.node-index, which is refused.");
 
     // ---- durability
 

@@ -3,6 +3,7 @@ package io.taishan.kv.server;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.taishan.kv.protocol.ClusterNode;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
@@ -14,7 +15,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -109,10 +109,20 @@ class KvServerMainTest {
                 .isEqualTo(KvServerMain.EXIT_USAGE);
         assertThat(err()).contains("cannot read config file");
         err.reset();
-        Files.writeString(conf, "cluster.nodes = a:1,b:2\ncluster.node-index = 2\n");
+        Files.writeString(conf, "cluster.nodes = a=h:1,b=h:2\ncluster.node-name = c\n");
         assertThat(run("--port", "0", "--data-dir", "x", "--config", conf.toString()))
                 .isEqualTo(KvServerMain.EXIT_USAGE);
-        assertThat(err()).contains("cluster.node-index 2 out of range for 2 cluster node(s)");
+        assertThat(err()).contains("cluster.node-name 'c' is not in cluster.nodes (a, b)");
+        err.reset();
+        // A config of the positional list: told what to write instead, in one line.
+        Files.writeString(conf, "cluster.nodes = h:1,h:2\ncluster.node-index = 1\n");
+        assertThat(run("--port", "0", "--data-dir", "x", "--config", conf.toString()))
+                .isEqualTo(KvServerMain.EXIT_USAGE);
+        assertThat(err())
+                .contains(
+                        "config key 'cluster.node-index' is now 'cluster.node-name': nodes are"
+                                + " named in cluster.nodes (name=host:port,...)");
+        assertThat(err().lines().filter(l -> l.startsWith("taishan-kv-server:"))).hasSize(1);
     }
 
     @Test
@@ -125,8 +135,8 @@ class KvServerMainTest {
                         "host = 0.0.0.0",
                         "port = 7000",
                         "data.dir = /from/file",
-                        "cluster.nodes = h1:7000, h2:7000,h3:7000",
-                        "cluster.node-index = 2",
+                        "cluster.nodes = kv1=h1:7000, kv2=h2:7000,kv3=h3:7000",
+                        "cluster.node-name = kv3",
                         "wal.enabled = true",
                         "wal.sync = true",
                         "limits.max-key-bytes = 1k",
@@ -176,8 +186,12 @@ class KvServerMainTest {
         assertThat(c.host()).isEqualTo("0.0.0.0");
         assertThat(c.port()).isEqualTo(7000);
         assertThat(c.dataDir()).isEqualTo(Path.of("/from/cli"));
-        assertThat(c.clusterNodes()).isEqualTo(List.of("h1:7000", "h2:7000", "h3:7000"));
-        assertThat(c.nodeIndex()).isEqualTo(2);
+        assertThat(c.clusterNodes())
+                .containsExactly(
+                        new ClusterNode("kv1", "h1:7000"),
+                        new ClusterNode("kv2", "h2:7000"),
+                        new ClusterNode("kv3", "h3:7000"));
+        assertThat(c.nodeName()).isEqualTo("kv3");
         assertThat(c.walEnabled()).isTrue();
         assertThat(c.walMode()).isEqualTo(WalMode.SYNC);
         assertThat(c.limits())

@@ -12,7 +12,8 @@ import io.taishan.kv.client.NodeHealth;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.client.WriteBatch;
-import io.taishan.kv.protocol.ShardMap;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -21,7 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** Three nodes with a static shard map; the client knows one seed and routes by the map. */
+/** Three named nodes; the client knows one seed and routes by the cluster's placement. */
 class ThreeNodeClusterTest {
     private static final int SHARDS = 12;
 
@@ -45,10 +46,13 @@ class ThreeNodeClusterTest {
     @Test
     void eachNodeServesItsShardsAndTheClientRoutes() throws IOException {
         List<Integer> ports = freePorts(3);
+        List<ClusterNode> members = new ArrayList<>();
         List<String> nodes = new ArrayList<>();
-        for (int port : ports) {
-            nodes.add("127.0.0.1:" + port);
+        for (int i = 0; i < 3; i++) {
+            members.add(new ClusterNode("kv" + (i + 1), "127.0.0.1:" + ports.get(i)));
+            nodes.add(members.get(i).address());
         }
+        ClusterView view = ClusterView.of(members);
         List<EmbeddedKvServer> servers = new ArrayList<>();
         try {
             for (int i = 0; i < 3; i++) {
@@ -56,8 +60,8 @@ class ThreeNodeClusterTest {
                         EmbeddedKvServer.start(
                                 KvServerConfig.builder()
                                         .port(ports.get(i))
-                                        .clusterNodes(nodes)
-                                        .nodeIndex(i)
+                                        .clusterNodes(members)
+                                        .nodeName("kv" + (i + 1))
                                         .blockCacheBytes(16 << 20)
                                         .writeBufferBytes(8 << 20)
                                         .build()));
@@ -100,12 +104,13 @@ class ThreeNodeClusterTest {
                 for (int node = 0; node < 3; node++) {
                     List<Integer> expected = new ArrayList<>();
                     for (int shard = 0; shard < SHARDS; shard++) {
-                        if (ShardMap.nodeOf(shard, SHARDS, 3) == node) {
+                        if (view.ownerOf(shard, SHARDS) == node) {
                             expected.add(shard);
                         }
                     }
                     assertThat(servers.get(node).storage().tableStore("t").existingShards())
-                            .isEqualTo(expected);
+                            .isEqualTo(expected)
+                            .isNotEmpty();
                 }
 
                 assertThat(kv.listSnapshots("t"))

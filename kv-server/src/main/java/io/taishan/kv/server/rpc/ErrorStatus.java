@@ -12,7 +12,11 @@ public final class ErrorStatus {
     private ErrorStatus() {}
 
     public static StatusRuntimeException of(KvServerException e) {
-        return of(e.code(), e.getMessage());
+        StatusRuntimeException status = of(e.code(), e.getMessage());
+        if (e instanceof NotOwnerException notOwner) {
+            status.getTrailers().put(KvErrors.CLUSTER_VIEW_KEY, notOwner.viewFingerprint());
+        }
+        return status;
     }
 
     public static StatusRuntimeException of(ErrorCode code, String message) {

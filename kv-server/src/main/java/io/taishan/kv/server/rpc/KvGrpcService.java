@@ -98,20 +98,20 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
      */
     public KvGrpcService(
             StorageEngine storage,
-            ClusterView cluster,
+            ShardOwnership ownership,
             KvLimits limits,
             String version,
             CallExecutors calls,
             long largeValueMemoryBytes) {
         RequestLimits requestLimits = new RequestLimits(limits);
-        RequestTargets targets = new RequestTargets(storage, cluster);
-        this.responder = new Responder(cluster, calls.pool());
+        RequestTargets targets = new RequestTargets(storage, ownership);
+        this.responder = new Responder(ownership, calls.pool());
         this.largeValues = new LargeValueBudget(largeValueMemoryBytes);
-        this.tables = new TableRpcs(storage, cluster, requestLimits, targets, version);
+        this.tables = new TableRpcs(storage, ownership, requestLimits, targets, version);
         this.data = new DataRpcs(targets, requestLimits, largeValues, writeStats);
         this.streams =
-                new StreamRpcs(storage, cluster, targets, requestLimits, largeValues, responder);
-        this.snapshots = new SnapshotRpcs(targets, cluster, writeStats);
+                new StreamRpcs(storage, ownership, targets, requestLimits, largeValues, responder);
+        this.snapshots = new SnapshotRpcs(targets, ownership, writeStats);
         this.expiry = new ExpiryRpcs(targets);
     }
 

@@ -10,16 +10,16 @@ import java.util.List;
 
 /**
  * What a request names, found or refused with the error the client gets: its table (a valid name
- * that exists), its shards (in range, and this node's in the cluster's shard map) and its snapshot
- * ids (not negative).
+ * that exists), its shards (in range, and this node's under its view of the cluster) and its
+ * snapshot ids (not negative).
  */
 final class RequestTargets {
     private final StorageEngine storage;
-    private final ClusterView cluster;
+    private final ShardOwnership ownership;
 
-    RequestTargets(StorageEngine storage, ClusterView cluster) {
+    RequestTargets(StorageEngine storage, ShardOwnership ownership) {
         this.storage = storage;
-        this.cluster = cluster;
+        this.ownership = ownership;
     }
 
     /** Fails with INVALID_ARGUMENT for a bad name, TABLE_NOT_FOUND for a missing table. */
@@ -35,15 +35,29 @@ final class RequestTargets {
                     "negative shard " + shard + " for table '" + table.name() + "'");
         }
         table.checkShard(shard);
-        cluster.checkOwned(table.name(), shard, table.shardCount());
+        ownership.checkOwned(table.name(), shard, table.shardCount());
         return table.shard(shard);
+    }
+
+    /**
+     * The shards of the table this node holds (ever leased, or with data here) but does not own
+     * under its view: left behind when the cluster's nodes changed.
+     */
+    List<Integer> unownedExistingShards(TableStore table) {
+        List<Integer> unowned = new ArrayList<>();
+        for (int s : table.existingShards()) {
+            if (!ownership.owns(s, table.shardCount())) {
+                unowned.add(s);
+            }
+        }
+        return unowned;
     }
 
     /** The shards of the table this node owns that were ever leased or hold data here. */
     List<Integer> ownedExistingShards(TableStore table) {
         List<Integer> owned = new ArrayList<>();
         for (int s : table.existingShards()) {
-            if (cluster.owns(s, table.shardCount())) {
+            if (ownership.owns(s, table.shardCount())) {
                 owned.add(s);
             }
         }

@@ -31,7 +31,7 @@ public final class Responder {
         T run(boolean inline);
     }
 
-    private final ClusterView cluster;
+    private final ShardOwnership ownership;
     private final Executor pool;
     private volatile boolean shuttingDown;
 
@@ -39,8 +39,8 @@ public final class Responder {
      * @param pool where a call that would wait on a network thread goes on ({@link
      *     CallExecutors#pool})
      */
-    Responder(ClusterView cluster, Executor pool) {
-        this.cluster = cluster;
+    Responder(ShardOwnership ownership, Executor pool) {
+        this.ownership = ownership;
         this.pool = pool;
     }
 
@@ -129,7 +129,7 @@ public final class Responder {
         observer.onError(
                 ErrorStatus.of(
                         ErrorCode.STORAGE_ERROR,
-                        method + " failed on node " + cluster.selfAddress() + ": " + failure));
+                        method + " failed on node " + ownership.selfAddress() + ": " + failure));
     }
 
     /** Ends the call with SHUTTING_DOWN: its executor no longer takes work. */

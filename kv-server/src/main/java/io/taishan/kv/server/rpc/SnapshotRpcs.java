@@ -8,6 +8,7 @@ import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotResponse;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowResponse;
+import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.ListSnapshotsRequest;
 import io.taishan.kv.proto.ListSnapshotsResponse;
 import io.taishan.kv.proto.RestoreRequest;
@@ -35,12 +36,12 @@ import java.util.Map;
  */
 final class SnapshotRpcs {
     private final RequestTargets targets;
-    private final ClusterView cluster;
+    private final ShardOwnership ownership;
     private final WriteStats writeStats;
 
-    SnapshotRpcs(RequestTargets targets, ClusterView cluster, WriteStats writeStats) {
+    SnapshotRpcs(RequestTargets targets, ShardOwnership ownership, WriteStats writeStats) {
         this.targets = targets;
-        this.cluster = cluster;
+        this.ownership = ownership;
         this.writeStats = writeStats;
     }
 
@@ -66,7 +67,12 @@ final class SnapshotRpcs {
     RestoreResponse restore(RestoreRequest request) {
         Shard shard = targets.ownedShard(targets.table(request.getTable()), request.getShard());
         RequestTargets.checkSnapshotId(request.getSnapshotId(), "Restore of " + shard);
-        long epoch = shard.restore(request.getSnapshotId());
+        long epoch;
+        try {
+            epoch = shard.restore(request.getSnapshotId());
+        } catch (KvServerException e) {
+            throw explainMissing(e, List.of(shard));
+        }
         return RestoreResponse.newBuilder().setEpoch(epoch).build();
     }
 
@@ -83,7 +89,16 @@ final class SnapshotRpcs {
                             : sources.computeIfAbsent(r.getSourceTable(), targets::table);
             restores.add(new TableStore.Restore(r.getShard(), source, r.getSnapshotId()));
         }
-        long[] epochs = table.restoreShards(request.getWriter(), restores, true);
+        long[] epochs;
+        try {
+            epochs = table.restoreShards(request.getWriter(), restores, true);
+        } catch (KvServerException e) {
+            List<Shard> asked = new ArrayList<>(restores.size());
+            for (TableStore.Restore r : restores) {
+                asked.add(r.source().shard(r.shard()));
+            }
+            throw explainMissing(e, asked);
+        }
         RestoreShardsResponse.Builder b = RestoreShardsResponse.newBuilder();
         for (long e : epochs) {
             b.addEpochs(e);
@@ -109,8 +124,50 @@ final class SnapshotRpcs {
         Shard from = targets.ownedShard(source, request.getShard());
         Shard into = targets.ownedShard(target, request.getShard());
         RequestTargets.checkSnapshotId(request.getSnapshotId(), "Clone of " + from);
-        long epoch = into.cloneFrom(from, request.getSnapshotId());
+        long epoch;
+        try {
+            epoch = into.cloneFrom(from, request.getSnapshotId());
+        } catch (KvServerException e) {
+            throw explainMissing(e, List.of(from));
+        }
         return CloneResponse.newBuilder().setEpoch(epoch).build();
+    }
+
+    /**
+     * A SNAPSHOT_NOT_FOUND, told why when this node has no snapshot at all of some shard named: the
+     * likeliest reason then is that the shard's owner changed with the cluster's nodes (its
+     * snapshots are on the node that owned it before, which still holds them) or that this node was
+     * replaced under its name with an empty data dir. Other failures pass unchanged.
+     *
+     * @param sources the shards whose snapshots were asked for
+     */
+    private KvServerException explainMissing(KvServerException e, List<Shard> sources) {
+        if (e.code() != ErrorCode.SNAPSHOT_NOT_FOUND) {
+            return e;
+        }
+        List<String> never = new ArrayList<>();
+        for (Shard source : sources) {
+            if (source.snapshots().isEmpty()) {
+                never.add(source.toString());
+            }
+        }
+        if (never.isEmpty()) {
+            return e;
+        }
+        int shown = Math.min(5, never.size());
+        return new KvServerException(
+                ErrorCode.SNAPSHOT_NOT_FOUND,
+                e.getMessage()
+                        + "; "
+                        + ownership.self().name()
+                        + " has no snapshot at all of "
+                        + String.join(", ", never.subList(0, shown))
+                        + (shown < never.size() ? " and " + (never.size() - shown) + " more" : "")
+                        + ": if the cluster's nodes changed since the snapshot was taken, it is"
+                        + " on the node that owned the shard before, and a restore on its new"
+                        + " owner cannot use it; restore the job from a canonical savepoint"
+                        + " (docs/operations.md, Changing the cluster)",
+                e);
     }
 
     /** One shard's snapshots, or those of every shard of the table this node owns. */
@@ -125,7 +182,7 @@ final class SnapshotRpcs {
             return b.build();
         }
         for (var s : table.allSnapshots()) {
-            if (cluster.owns(s.shard(), table.shardCount())) {
+            if (ownership.owns(s.shard(), table.shardCount())) {
                 b.addSnapshots(Protos.snapshot(table.name(), s.shard(), s.meta()));
             }
         }

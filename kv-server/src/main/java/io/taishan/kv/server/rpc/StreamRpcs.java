@@ -38,7 +38,7 @@ final class StreamRpcs {
     private static final Logger LOG = LoggerFactory.getLogger(KvGrpcService.class);
 
     private final StorageEngine storage;
-    private final ClusterView cluster;
+    private final ShardOwnership ownership;
     private final RequestTargets targets;
     private final RequestLimits limits;
     private final LargeValueBudget largeValues;
@@ -46,13 +46,13 @@ final class StreamRpcs {
 
     StreamRpcs(
             StorageEngine storage,
-            ClusterView cluster,
+            ShardOwnership ownership,
             RequestTargets targets,
             RequestLimits limits,
             LargeValueBudget largeValues,
             Responder responder) {
         this.storage = storage;
-        this.cluster = cluster;
+        this.ownership = ownership;
         this.targets = targets;
         this.limits = limits;
         this.largeValues = largeValues;
@@ -175,7 +175,7 @@ final class StreamRpcs {
         call.onError(
                 ErrorStatus.of(
                         ErrorCode.STORAGE_ERROR,
-                        what + " failed on node " + cluster.selfAddress() + ": " + e));
+                        what + " failed on node " + ownership.selfAddress() + ": " + e));
     }
 
     private void sendFilters(

@@ -1,6 +1,7 @@
 package io.taishan.kv.server.rpc;
 
 import io.taishan.kv.proto.ClusterInfoResponse;
+import io.taishan.kv.proto.ClusterMember;
 import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.CreateTableResponse;
 import io.taishan.kv.proto.DescribeShardsRequest;
@@ -17,6 +18,10 @@ import io.taishan.kv.proto.OpenShardsRequest;
 import io.taishan.kv.proto.OpenShardsResponse;
 import io.taishan.kv.proto.ShardStatus;
 import io.taishan.kv.proto.TableExpiry;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
+import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.protocol.ShardPlacement;
 import io.taishan.kv.server.storage.Shard;
 import io.taishan.kv.server.storage.StateTtl;
 import io.taishan.kv.server.storage.StorageEngine;
@@ -29,30 +34,31 @@ import io.taishan.kv.server.storage.TableStore;
  */
 final class TableRpcs {
     private final StorageEngine storage;
-    private final ClusterView cluster;
-    private final RequestLimits limits;
+    private final ShardOwnership ownership;
     private final RequestTargets targets;
     private final String version;
+    private final ClusterInfoResponse clusterInfo;
     private final long startedAtMillis = System.currentTimeMillis();
 
     TableRpcs(
             StorageEngine storage,
-            ClusterView cluster,
+            ShardOwnership ownership,
             RequestLimits limits,
             RequestTargets targets,
             String version) {
         this.storage = storage;
-        this.cluster = cluster;
-        this.limits = limits;
+        this.ownership = ownership;
         this.targets = targets;
         this.version = version;
+        this.clusterInfo = clusterInfo(ownership, limits.limits());
     }
 
     HealthResponse health(boolean shuttingDown) {
         return HealthResponse.newBuilder()
                 .setStatus(shuttingDown ? "SHUTTING_DOWN" : "SERVING")
-                .setNodeAddress(cluster.selfAddress())
-                .setNodeIndex(cluster.selfIndex())
+                .setNodeAddress(ownership.selfAddress())
+                .setNodeIndex(ownership.selfIndex())
+                .setNodeName(ownership.self().name())
                 .setOpenShards(storage.openStoreCount())
                 .setTables(storage.tables().size())
                 .setUptimeMillis(System.currentTimeMillis() - startedAtMillis)
@@ -63,12 +69,25 @@ final class TableRpcs {
                 .build();
     }
 
+    /** Built once: the view is fixed while the node runs. */
     ClusterInfoResponse clusterInfo() {
-        return ClusterInfoResponse.newBuilder()
-                .addAllNodes(cluster.nodes())
-                .setSelfIndex(cluster.selfIndex())
-                .setLimits(Protos.limits(limits.limits()))
-                .build();
+        return clusterInfo;
+    }
+
+    private static ClusterInfoResponse clusterInfo(ShardOwnership ownership, KvLimits limits) {
+        ClusterView view = ownership.view();
+        ClusterInfoResponse.Builder b =
+                ClusterInfoResponse.newBuilder()
+                        .setSelfIndex(ownership.selfIndex())
+                        .setLimits(Protos.limits(limits))
+                        .setViewFingerprint(view.fingerprint())
+                        .setPlacement(ShardPlacement.VERSION);
+        for (ClusterNode node : view.nodes()) {
+            b.addNodes(node.address());
+            b.addMembers(
+                    ClusterMember.newBuilder().setName(node.name()).setAddress(node.address()));
+        }
+        return b.build();
     }
 
     CreateTableResponse createTable(CreateTableRequest request) {
@@ -123,7 +142,10 @@ final class TableRpcs {
         return b.build();
     }
 
-    /** Each shard of the table this node owns, and the table's expiry on this node. */
+    /**
+     * Each shard of the table this node owns, the shards it holds without owning them (left behind
+     * by a change of the nodes), and the table's expiry on this node.
+     */
     DescribeShardsResponse describeShards(DescribeShardsRequest request) {
         TableStore table = targets.table(request.getTable());
         DescribeShardsResponse.Builder b = DescribeShardsResponse.newBuilder();
@@ -137,6 +159,7 @@ final class TableRpcs {
                             .setFilter(Protos.filter(shard.filterStatus()))
                             .setLastActiveMillis(shard.lastActiveMillis()));
         }
+        b.addAllUnownedShards(targets.unownedExistingShards(table));
         long[] entriesAndStores = table.estimatedEntriesOfOpenStores();
         long liveEntries = entriesAndStores[0];
         int openShards = (int) entriesAndStores[1];

@@ -1,7 +1,7 @@
 /**
  * The gRPC layer of a kv-server node: it translates. {@link io.taishan.kv.server.rpc.KvGrpcService}
  * hands each call to the handler of its family, which checks the request whole (names, shard
- * ranges, this node's ownership in the cluster's static shard map, limits), calls the storage and
+ * ranges, this node's ownership under its view of the cluster, limits), calls the storage and
  * converts its answer; every failure becomes a status with an error code. Locks, pools of the
  * storage and the rules of a write over several shards are the storage's ({@code
  * io.taishan.kv.server.storage}), never this layer's.
@@ -22,8 +22,9 @@
  *       network thread or the pool, failures as statuses</td></tr>
  *   <tr><td>{@link io.taishan.kv.server.rpc.CallExecutors}</td><td>which calls run on the
  *       network thread and which on the call pool</td></tr>
- *   <tr><td>{@link io.taishan.kv.server.rpc.ClusterView}</td><td>this node's place in the
- *       shard map</td></tr>
+ *   <tr><td>{@link io.taishan.kv.server.rpc.ShardOwnership}, {@code NotOwnerException}</td>
+ *       <td>which shards this node serves under its view of the cluster; the refusal of the
+ *       others, naming the owner and the view</td></tr>
  *   <tr><td>{@code Protos}</td><td>the storage's types as messages</td></tr>
  *   <tr><td>{@link io.taishan.kv.server.rpc.WriteStats}</td><td>what the writes applied, for
  *       the metrics</td></tr>

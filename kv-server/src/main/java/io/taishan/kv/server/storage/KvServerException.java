@@ -5,9 +5,10 @@ import io.taishan.kv.proto.ErrorCode;
 /**
  * A request the server refuses or could not carry out. The service turns it into a gRPC status with
  * the {@link ErrorCode} in the {@code taishan-error-code} trailer, so the message must name what
- * failed (table, shard, snapshot, epoch).
+ * failed (table, shard, snapshot, epoch). Not final: the gRPC layer's refusal of a shard another
+ * node owns carries its view of the cluster beside the code.
  */
-public final class KvServerException extends RuntimeException {
+public class KvServerException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     private final ErrorCode code;

@@ -12,6 +12,8 @@ import io.taishan.kv.client.PermissionDeniedException;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.TableInfo;
 import io.taishan.kv.client.WriteBatch;
+import io.taishan.kv.protocol.ClusterNode;
+import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
 import io.taishan.kv.testing.TestCertificates;
@@ -43,6 +45,14 @@ class SecureClusterTest {
                 Files.writeString(dir.resolve("tokens"), ADMIN + " *\n" + TEAM_A + " team_a_\n");
         List<Integer> ports = freePorts(2);
         List<String> nodes = List.of("127.0.0.1:" + ports.get(0), "localhost:" + ports.get(1));
+        List<ClusterNode> members =
+                List.of(new ClusterNode("kv1", nodes.get(0)), new ClusterNode("kv2", nodes.get(1)));
+        // A shard of a 4-shard table that lives on the second node.
+        int onSecond = 0;
+        while (ClusterView.of(members).ownerOf(onSecond, 4) != 1) {
+            onSecond++;
+        }
+        int remote = onSecond;
         List<EmbeddedKvServer> servers = new ArrayList<>();
         try {
             for (int i = 0; i < 2; i++) {
@@ -50,8 +60,8 @@ class SecureClusterTest {
                         EmbeddedKvServer.start(
                                 KvServerConfig.builder()
                                         .port(ports.get(i))
-                                        .clusterNodes(nodes)
-                                        .nodeIndex(i)
+                                        .clusterNodes(members)
+                                        .nodeName(members.get(i).name())
                                         .blockCacheBytes(8 << 20)
                                         .writeBufferBytes(8 << 20)
                                         .tlsCertFile(certs.server().certFile())
@@ -64,12 +74,11 @@ class SecureClusterTest {
                 assertThat(a.admin().orElseThrow().nodeAddresses()).isEqualTo(nodes);
                 a.createTable("team_a_t", 4);
                 admin.createTable("team_b_t", 4);
-                // Shards 0-1 live on node 0, 2-3 on node 1.
-                ShardLease mine = a.openShard("team_a_t", 3);
+                ShardLease mine = a.openShard("team_a_t", remote);
                 a.write(new WriteBatch("team_a_t").put(mine, b("k"), b("v")));
                 assertThat(a.get(mine, b("k"))).isEqualTo(b("v"));
                 assertThat(a.listTables()).extracting(TableInfo::name).containsExactly("team_a_t");
-                ShardLease theirs = admin.openShard("team_b_t", 3);
+                ShardLease theirs = admin.openShard("team_b_t", remote);
                 assertThatThrownBy(() -> a.get(theirs, b("k")))
                         .isInstanceOf(PermissionDeniedException.class);
                 assertThatThrownBy(() -> a.dropTable("team_b_t"))
