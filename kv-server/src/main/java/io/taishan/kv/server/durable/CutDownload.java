@@ -132,7 +132,7 @@ final class CutDownload {
         Path local = staging.resolve(file.fileName());
         transfer.withRetries(
                 "download of " + remote.path() + " to " + local,
-                attempt -> {
+                () -> {
                     try (RemoteStreams.Input in = open(transfer, remote, file.fileName());
                             FileChannel out =
                                     FileChannel.open(
@@ -166,7 +166,7 @@ final class CutDownload {
         List<String> names =
                 transfer.withRetries(
                         "download of the metadata pack " + pack.path() + " to " + staging,
-                        attempt -> {
+                        () -> {
                             try (RemoteStreams.Input in = open(transfer, pack, "metadata pack")) {
                                 List<String> files = MetadataPack.unpack(in, staging, dataNames);
                                 in.verify(pack.crc32c());

@@ -21,14 +21,22 @@ import org.slf4j.LoggerFactory;
  * durable.max-attempts} times, the whole call within {@code durable.transfer-timeout}.
  *
  * <pre>{@code
- * CutTransfers transfers = CutTransfers.start(options);
+ * CutTransfers transfers = CutTransfers.start(config.durable());
+ * // A checkpoint: the cut's files, reusing the copies of the last confirmed checkpoint.
+ * Map<FileIdentity, RemoteFile> reusable =
+ *         FileOrigins.readFrom(previousCutDir)
+ *                 .map(o -> o.reusable(confirmedPaths::contains))
+ *                 .orElse(Map.of());
  * UploadResult up =
- *         transfers.upload(UploadRequest.of("7", cutDir, fileNames, "s3://b/chk/job/shared")
- *                         .withReusable(previous.reusable(allowedByFlink::contains)))
+ *         transfers.upload(
+ *                         new UploadRequest(storeId, cutDir, fileNames, sharedDir, chkDir, reusable))
  *                 .await();
- * up.origins().writeTo(cutDir);           // what the next upload of this store may reuse
- * // ... later, on a node without the cut:
+ * up.origins().writeTo(cutDir); // what the store's next checkpoint may reuse
+ * // up.dataFiles(), up.metadataPack(), up.uploadedBytes(): the handle's shared and private state
+ *
+ * // A restore on a node without the cut: into a new directory, verified, all or nothing.
  * DownloadResult down = transfers.download(up.downloadInto(newCutDir)).await();
+ * FileOrigins.of(forkStoreId, up.dataFiles()).writeTo(newCutDir);
  * }</pre>
  */
 public final class CutTransfers implements AutoCloseable {

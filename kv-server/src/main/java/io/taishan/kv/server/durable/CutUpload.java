@@ -145,7 +145,7 @@ final class CutUpload {
         RemoteFile written =
                 transfer.withRetries(
                         "upload of " + local + " to " + target.path,
-                        attempt -> {
+                        () -> {
                             try (InputStream in = Files.newInputStream(local)) {
                                 return write(transfer, target, out -> copy(in, out));
                             } catch (TransferFailedException e) {
@@ -164,7 +164,7 @@ final class CutUpload {
         RemoteFile written =
                 transfer.withRetries(
                         "upload of the metadata pack of " + dir + " to " + target.path,
-                        attempt -> {
+                        () -> {
                             try {
                                 return write(
                                         transfer,

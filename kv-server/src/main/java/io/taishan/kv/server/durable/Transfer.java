@@ -258,7 +258,7 @@ public final class Transfer<R> {
 
     /** One attempt at a file, which may be made again. */
     interface Attempt<T> {
-        T run(int attempt) throws TransferFailedException;
+        T run() throws TransferFailedException;
     }
 
     /**
@@ -271,7 +271,7 @@ public final class Transfer<R> {
         for (int n = 1; ; n++) {
             checkRunning();
             try {
-                return attempt.run(n);
+                return attempt.run();
             } catch (TransferFailedException e) {
                 if (!e.retryable() || n >= attempts.max()) {
                     throw e.afterAttempts(n);

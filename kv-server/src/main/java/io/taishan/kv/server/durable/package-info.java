@@ -53,12 +53,13 @@
  *
  * <p>A data file already in storage is referenced, not uploaded, when the request offers a copy
  * under its {@link io.taishan.kv.server.durable.FileIdentity} (store, name, size: why that
- * identifies the bytes, and what the store id must be, is that class's doc). The rule of what may
- * be offered is Flink's RocksDB backend's: only copies in the last checkpoint Flink confirmed
- * ({@code notifyCheckpointComplete}), none for a full checkpoint or a savepoint, because the
- * JobManager deletes the files of checkpoints it subsumed or aborted. The node keeps, beside each
- * cut, where its files' copies are ({@link io.taishan.kv.server.durable.FileOrigins}, written from
- * the upload's or the download's result); the caller filters them by the paths the backend allows.
+ * identifies the bytes, and what the store id must be, is that class's doc); a reused copy costs no
+ * request to the storage. The rule of what may be offered is Flink's RocksDB backend's: only copies
+ * in the last checkpoint Flink confirmed ({@code notifyCheckpointComplete}), none for a full
+ * checkpoint or a savepoint, because the JobManager deletes the files of checkpoints it subsumed or
+ * aborted. The node keeps, beside each cut, where its files' copies are ({@link
+ * io.taishan.kv.server.durable.FileOrigins}, written from the upload's or the download's result);
+ * the caller filters them by the paths the backend allows.
  *
  * <h2>Failures</h2>
  *
@@ -94,8 +95,14 @@
  * object for all metadata files. Per download: one GET per object, the bytes written once and
  * fsynced per file, one rename. {@code durable.transfer-threads} files move at once on the node
  * whatever the calls, so the storage sees a bounded number of connections from it; a call's files
- * wait their turn behind earlier calls'. CRC32C runs at several GB/s per core (a hardware
- * instruction), well above any storage's bandwidth. Progress is logged every 10 s of a long call.
+ * wait their turn behind earlier calls'. CRC32C is a JDK intrinsic (60 GB/s over a buffer in cache
+ * here, {@code DurableTransferProbe}): the checksum costs nothing next to the storage's bandwidth.
+ * Progress is logged every 10 s of a long call.
+ *
+ * <p>Measured on this 2-core VM ({@code DurableTransferProbe}, 8 files of 32 MiB, 4 threads, load
+ * average 6–7 from other builds): {@code file://} upload 0.9–2.2 GB/s (page cache), download
+ * 0.55–0.7 GB/s (each file fsynced); s3proxy in the same JVM through {@code flink-s3-fs-hadoop}
+ * upload 90–170 MB/s (S3A buffers each part on disk first), download 0.4–0.67 GB/s.
  *
  * <p>Flink's file systems are JVM-wide state ({@code FileSystem.initialize}): the node's {@code
  * durable.*} configuration is the JVM's.

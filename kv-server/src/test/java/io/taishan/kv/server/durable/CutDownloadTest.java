@@ -212,6 +212,28 @@ class CutDownloadTest {
     }
 
     @Test
+    void aDownloadLargerThanTheDiskIsRefusedBeforeItStarts() throws Exception {
+        RemoteFile huge = new RemoteFile(tmp.resolve("huge").toUri().toString(), 1L << 60, 0);
+        Path target = tmp.resolve("restores/cut");
+
+        TransferFailedException e =
+                failure(
+                        transfers.download(
+                                new DownloadRequest(
+                                        List.of(new CutFile("000001.sst", huge)), null, target)));
+
+        assertThat(e.reason()).isEqualTo(Reason.LOCAL);
+        assertThat(e)
+                .hasMessageStartingWith(
+                        "cannot download into "
+                                + target
+                                + ": java.io.IOException: no space: "
+                                + (1L << 60)
+                                + " bytes needed, ");
+        assertThat(Cuts.names(tmp.resolve("restores"))).isEmpty();
+    }
+
+    @Test
     void aLeftoverOfADownloadIsRecognized() {
         assertThat(
                         CutTransfers.isDownloadLeftover(
