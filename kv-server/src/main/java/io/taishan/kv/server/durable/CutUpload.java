@@ -34,16 +34,20 @@ final class CutUpload {
 
     /** One object this call writes. */
     private static final class Target {
+        /** The data file it copies; null for the pack. */
         final String localName;
-        final long localBytes;
+
+        /** What it will hold: the data file's size, or the pack's planned length. */
+        final long expectedBytes;
+
         final FileSystem fs;
         final Path path;
         volatile boolean attempted;
         volatile RemoteFile written;
 
-        Target(String localName, long localBytes, FileSystem fs, Path path) {
+        Target(String localName, long expectedBytes, FileSystem fs, Path path) {
             this.localName = localName;
-            this.localBytes = localBytes;
+            this.expectedBytes = expectedBytes;
             this.fs = fs;
             this.path = path;
         }
@@ -109,11 +113,11 @@ final class CutUpload {
         long total = 0;
         for (Target target : dataTargets) {
             tasks.add(transfer -> uploadFile(transfer, target));
-            total += target.localBytes;
+            total += target.expectedBytes;
         }
         if (packTarget != null) {
             tasks.add(transfer -> uploadPack(transfer, packTarget));
-            total += packTarget.localBytes;
+            total += packTarget.expectedBytes;
         }
         String description =
                 "upload of "
@@ -182,7 +186,7 @@ final class CutUpload {
 
     private void finished(Transfer<?> transfer, Target target, RemoteFile written, String local)
             throws TransferFailedException {
-        if (written.sizeBytes() != target.localBytes) {
+        if (written.sizeBytes() != target.expectedBytes) {
             throw TransferFailedException.local(
                     local,
                     "cannot upload " + local,
@@ -190,7 +194,7 @@ final class CutUpload {
                             "it changed while it was read: "
                                     + written.sizeBytes()
                                     + " bytes written, "
-                                    + target.localBytes
+                                    + target.expectedBytes
                                     + " expected when the upload began"));
         }
         target.written = written;

@@ -148,24 +148,29 @@ public final class Transfer<R> {
             settle();
             return;
         }
-        synchronized (lock) {
-            timers.add(
-                    timer.schedule(
-                            () ->
-                                    fail(
-                                            TransferFailedException.timedOut(
-                                                    path,
-                                                    description
-                                                            + " timed out after "
-                                                            + format(timeout)
-                                                            + " (durable.transfer-timeout), "
-                                                            + progress())),
-                            timeout.toNanos(),
-                            TimeUnit.NANOSECONDS));
-            long every = PROGRESS_LOG_INTERVAL.toNanos();
-            timers.add(
-                    timer.scheduleAtFixedRate(
-                            this::logProgress, every, every, TimeUnit.NANOSECONDS));
+        try {
+            synchronized (lock) {
+                timers.add(
+                        timer.schedule(
+                                () ->
+                                        fail(
+                                                TransferFailedException.timedOut(
+                                                        path,
+                                                        description
+                                                                + " timed out after "
+                                                                + format(timeout)
+                                                                + " (durable.transfer-timeout), "
+                                                                + progress())),
+                                timeout.toNanos(),
+                                TimeUnit.NANOSECONDS));
+                long every = PROGRESS_LOG_INTERVAL.toNanos();
+                timers.add(
+                        timer.scheduleAtFixedRate(
+                                this::logProgress, every, every, TimeUnit.NANOSECONDS));
+            }
+        } catch (RejectedExecutionException e) {
+            // The node shuts down: the files below end without starting.
+            fail(TransferFailedException.cancelled(path, "durable transfers are shut down"));
         }
         for (FileTask task : tasks) {
             try {
