@@ -43,7 +43,7 @@ final class KvServerOptionsReference {
         md.append("|---|---|---|---|---|\n");
         for (ServerOption option : options) {
             md.append("| ")
-                    .append(Markdown.code(option.key()))
+                    .append(Markdown.code(option.documentedKey()))
                     .append(" | ")
                     .append(option.type().typeName())
                     .append(" | ")

@@ -174,8 +174,15 @@ class KvServerDistributionIT {
                 .anyMatch(n -> n.matches("taishan-kv-client-.*\\.jar"))
                 .anyMatch(n -> n.matches("rocksdbjni-.*\\.jar"))
                 .anyMatch(n -> n.matches("log4j-core-.*\\.jar"))
-                // No Flink (its frocksdbjni would clash with rocksdbjni) and no test jars.
-                .noneMatch(n -> n.startsWith("flink-") || n.contains("frocksdb"))
+                // Of Flink only its core, for the durable package's FileSystem: never its RocksDB
+                // backend (frocksdbjni would clash with rocksdbjni) nor its runtime; no test jars.
+                .anyMatch(n -> n.matches("flink-core-.*\\.jar"))
+                .noneMatch(
+                        n ->
+                                n.contains("frocksdb")
+                                        || n.startsWith("flink-statebackend")
+                                        || n.startsWith("flink-runtime")
+                                        || n.startsWith("flink-streaming"))
                 .noneMatch(n -> n.contains("junit") || n.contains("testcontainers"));
         assertThat(fileNames(dist.resolve("lib/checkpoint-reader")))
                 .singleElement()

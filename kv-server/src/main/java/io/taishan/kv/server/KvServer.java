@@ -9,6 +9,7 @@ import io.grpc.util.MutableHandlerRegistry;
 import io.taishan.kv.protocol.ClusterNode;
 import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.Wire;
+import io.taishan.kv.server.durable.CutTransfers;
 import io.taishan.kv.server.metrics.ServerMetrics;
 import io.taishan.kv.server.rpc.CallExecutors;
 import io.taishan.kv.server.rpc.KvGrpcService;
@@ -30,6 +31,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import javax.annotation.Nullable;
@@ -51,6 +53,7 @@ public final class KvServer implements AutoCloseable {
     private final CallExecutors calls;
     @Nullable private final TokenStore tokens;
     @Nullable private final ServerMetrics metrics;
+    @Nullable private final CutTransfers durable;
     private final Server grpcServer;
     private final String address;
     private final Object closeLock = new Object();
@@ -64,6 +67,7 @@ public final class KvServer implements AutoCloseable {
             CallExecutors calls,
             @Nullable TokenStore tokens,
             @Nullable ServerMetrics metrics,
+            @Nullable CutTransfers durable,
             Server grpcServer,
             String address) {
         this.config = config;
@@ -73,6 +77,7 @@ public final class KvServer implements AutoCloseable {
         this.calls = calls;
         this.tokens = tokens;
         this.metrics = metrics;
+        this.durable = durable;
         this.grpcServer = grpcServer;
         this.address = address;
     }
@@ -109,6 +114,16 @@ public final class KvServer implements AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw new KvServerStartupException(e.getMessage(), e);
         }
+        // Before the data dir is locked too: a bad directory or key is the operator's to fix.
+        CutTransfers durable = null;
+        if (config.durable().enabled()) {
+            try {
+                durable = CutTransfers.start(config.durable());
+            } catch (IllegalArgumentException e) {
+                closeQuietly(tokens);
+                throw new KvServerStartupException(e.getMessage(), e);
+            }
+        }
         // Before the storage opens: /health answers while the start takes its time.
         ServerMetrics metrics = null;
         if (config.metricsPort() != null) {
@@ -122,6 +137,7 @@ public final class KvServer implements AutoCloseable {
                                 version());
             } catch (IOException | RuntimeException e) {
                 closeQuietly(tokens);
+                closeQuietly(durable);
                 String why =
                         isBindFailure(e) ? "address already in use or not available" : e.toString();
                 throw new KvServerStartupException(
@@ -133,6 +149,7 @@ public final class KvServer implements AutoCloseable {
             storage = StorageEngine.open(config.storageOptions(dataDir), metrics != null);
         } catch (StorageStartupException e) {
             closeQuietly(tokens);
+            closeQuietly(durable);
             closeQuietly(metrics);
             throw new KvServerStartupException(e.getMessage(), e);
         }
@@ -157,6 +174,7 @@ public final class KvServer implements AutoCloseable {
         } catch (IOException e) {
             calls.close();
             closeQuietly(tokens);
+            closeQuietly(durable);
             storage.close();
             closeQuietly(metrics);
             String why =
@@ -165,6 +183,7 @@ public final class KvServer implements AutoCloseable {
         } catch (RuntimeException e) {
             calls.close();
             closeQuietly(tokens);
+            closeQuietly(durable);
             storage.close();
             closeQuietly(metrics);
             throw new KvServerStartupException(
@@ -225,18 +244,28 @@ public final class KvServer implements AutoCloseable {
                         storage, config.ttlSweepInterval(), config.ttlSweepBytesPerSecond());
         expiry.start();
         if (metrics != null) {
+            if (durable != null) {
+                metrics.durableTransfers(durable.stats());
+            }
             metrics.serving(storage, service.writeStats(), expiry, dataDir);
             LOG.info(
                     "Metrics on http://{}:{}/metrics (also /health, /ready)",
                     advertisedHost(config.host()),
                     metrics.port());
         }
-        return new KvServer(config, storage, service, expiry, calls, tokens, metrics, grpc, self);
+        return new KvServer(
+                config, storage, service, expiry, calls, tokens, metrics, durable, grpc, self);
     }
 
     private static void closeQuietly(@Nullable TokenStore tokens) {
         if (tokens != null) {
             tokens.close();
+        }
+    }
+
+    private static void closeQuietly(@Nullable CutTransfers durable) {
+        if (durable != null) {
+            durable.close();
         }
     }
 
@@ -343,6 +372,14 @@ public final class KvServer implements AutoCloseable {
         return config;
     }
 
+    /**
+     * The node's transfers of cuts to and from Flink's checkpoint storage; empty unless {@code
+     * durable.enabled}.
+     */
+    public Optional<CutTransfers> durableTransfers() {
+        return Optional.ofNullable(durable);
+    }
+
     /** The storage engine, for tests and tools that need to look under the service. */
     public StorageEngine storage() {
         return storage;
@@ -391,6 +428,8 @@ public final class KvServer implements AutoCloseable {
         service.close();
         calls.close();
         closeQuietly(tokens);
+        // Before the storage: an upload reads a cut's files.
+        closeQuietly(durable);
         storage.close();
         closeQuietly(metrics);
         LOG.info("kv-server {} stopped", address);

@@ -3,6 +3,7 @@ package io.taishan.kv.server;
 import io.taishan.kv.protocol.ClusterNode;
 import io.taishan.kv.protocol.ClusterView;
 import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.server.durable.DurableOptions;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
 import io.taishan.kv.server.storage.StorageOptions;
@@ -14,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import javax.annotation.Nullable;
 
@@ -53,6 +55,7 @@ public final class KvServerConfig {
     private final SecurityOptions security;
     @Nullable private final Integer metricsPort;
     private final Duration metricsSampleInterval;
+    private final DurableOptions durable;
 
     private KvServerConfig(Builder b) {
         this.host = b.host;
@@ -95,6 +98,7 @@ public final class KvServerConfig {
         this.security = b.security();
         this.metricsPort = b.metricsPort;
         this.metricsSampleInterval = b.metricsSampleInterval;
+        this.durable = b.durable();
     }
 
     public static Builder builder() {
@@ -126,6 +130,7 @@ public final class KvServerConfig {
         b.security(security);
         b.metricsPort = metricsPort;
         b.metricsSampleInterval = metricsSampleInterval;
+        b.durable(durable);
         return b;
     }
 
@@ -224,6 +229,11 @@ public final class KvServerConfig {
         return security;
     }
 
+    /** Cuts in Flink's checkpoint storage (the {@code durable.*} keys); off by default. */
+    public DurableOptions durable() {
+        return durable;
+    }
+
     @Override
     public String toString() {
         return "KvServerConfig{host="
@@ -246,6 +256,8 @@ public final class KvServerConfig {
                 + security
                 + ", metricsPort="
                 + metricsPort
+                + ", durable="
+                + durable
                 + '}';
     }
 
@@ -289,6 +301,14 @@ public final class KvServerConfig {
         private Duration authReloadInterval = SecurityOptions.DEFAULT_RELOAD_INTERVAL;
         @Nullable private Integer metricsPort;
         private Duration metricsSampleInterval = Duration.ofSeconds(15);
+        private boolean durableEnabled;
+        @Nullable private Path durableFlinkConfDir;
+        private Map<String, String> durableFlinkConfig = new TreeMap<>();
+        @Nullable private Path durablePluginsDir;
+        private int durableTransferThreads = DurableOptions.DEFAULT_TRANSFER_THREADS;
+        private int durableMaxAttempts = DurableOptions.DEFAULT_MAX_ATTEMPTS;
+        private Duration durableRetryBackoff = DurableOptions.DEFAULT_RETRY_BACKOFF;
+        private Duration durableTransferTimeout = DurableOptions.DEFAULT_TRANSFER_TIMEOUT;
 
         private Builder() {
             StorageOptions d = StorageOptions.defaults(Path.of("."));
@@ -519,6 +539,31 @@ public final class KvServerConfig {
             return this;
         }
 
+        /** All the {@code durable.*} settings at once. */
+        public Builder durable(DurableOptions options) {
+            durableEnabled = options.enabled();
+            durableFlinkConfDir = options.flinkConfDir();
+            durableFlinkConfig = new TreeMap<>(options.flinkConfig());
+            durablePluginsDir = options.pluginsDir();
+            durableTransferThreads = options.transferThreads();
+            durableMaxAttempts = options.maxAttempts();
+            durableRetryBackoff = options.retryBackoff();
+            durableTransferTimeout = options.transferTimeout();
+            return this;
+        }
+
+        private DurableOptions durable() {
+            return new DurableOptions(
+                    durableEnabled,
+                    durableFlinkConfDir,
+                    durableFlinkConfig,
+                    durablePluginsDir,
+                    durableTransferThreads,
+                    durableMaxAttempts,
+                    durableRetryBackoff,
+                    durableTransferTimeout);
+        }
+
         public Builder shutdownGrace(Duration d) {
             this.shutdownGrace = Objects.requireNonNull(d);
             return this;
@@ -554,10 +599,17 @@ public final class KvServerConfig {
                                     + "': shards are key ranges of stores, one RocksDB instance"
                                     + " per writer of a table");
                 }
-                if (KvServerOptions.forKey(key).isEmpty()) {
-                    throw new IllegalArgumentException("unknown config key '" + key + "'");
-                }
+                KvServerOptions.ServerOption option =
+                        KvServerOptions.forKey(key)
+                                .orElseThrow(
+                                        () ->
+                                                new IllegalArgumentException(
+                                                        "unknown config key '" + key + "'"));
                 String v = props.getProperty(key).trim();
+                if (option == KvServerOptions.DURABLE_FLINK) {
+                    durableFlinkConfig.put(key.substring(option.key().length()), v);
+                    continue;
+                }
                 switch (key) {
                     case "host" -> host(v);
                     case "port" -> port(ConfigValues.integer(key, v));
@@ -615,6 +667,18 @@ public final class KvServerConfig {
                     case "metrics.port" -> metricsPort(ConfigValues.integer(key, v));
                     case "metrics.sample-interval" ->
                             metricsSampleInterval(ConfigValues.duration(key, v));
+                    case "durable.enabled" -> durableEnabled = ConfigValues.bool(key, v);
+                    case "durable.flink-conf-dir" ->
+                            durableFlinkConfDir = ConfigValues.path(key, v);
+                    case "durable.plugins-dir" -> durablePluginsDir = ConfigValues.path(key, v);
+                    case "durable.transfer-threads" ->
+                            durableTransferThreads = ConfigValues.integer(key, v);
+                    case "durable.max-attempts" ->
+                            durableMaxAttempts = ConfigValues.integer(key, v);
+                    case "durable.retry-backoff" ->
+                            durableRetryBackoff = ConfigValues.duration(key, v);
+                    case "durable.transfer-timeout" ->
+                            durableTransferTimeout = ConfigValues.duration(key, v);
                     default ->
                             throw new IllegalStateException(
                                     "config key '"
@@ -705,6 +769,7 @@ public final class KvServerConfig {
                 throw new IllegalArgumentException("durations must not be negative");
             }
             security().validate();
+            durable().validate();
             return new KvServerConfig(this);
         }
 

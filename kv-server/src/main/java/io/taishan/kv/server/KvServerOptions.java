@@ -90,6 +90,19 @@ public final class KvServerOptions {
         public Optional<String> flag() {
             return Optional.ofNullable(commandLineFlag);
         }
+
+        /**
+         * Whether this declares a family of keys, every key that starts with {@link #key()} (which
+         * then ends with a dot), as {@code durable.flink.} passes Flink's own keys through.
+         */
+        public boolean isPrefix() {
+            return key.endsWith(".");
+        }
+
+        /** The key as the reference shows it: {@code durable.flink.<flink key>} for a prefix. */
+        public String documentedKey() {
+            return isPrefix() ? key + "<flink key>" : key;
+        }
     }
 
     private static ServerOption option(
@@ -462,6 +475,78 @@ public final class KvServerOptions {
                     "How long one walk of the data dir and one sample of the open shards' RocksDB"
                             + " properties serve scrapes (they run at most this often).");
 
+    // ---- durable checkpoints: cuts in Flink's checkpoint storage
+
+    public static final ServerOption DURABLE_ENABLED =
+            option(
+                    "durable.enabled",
+                    ValueType.BOOLEAN,
+                    "false",
+                    "Move cuts to and from Flink's checkpoint storage (s3://, hdfs://, file://;"
+                            + " kv-server/README.md, Durable checkpoints). Off: no other durable.*"
+                            + " key is used, and Flink's file systems are never set up.");
+
+    public static final ServerOption DURABLE_FLINK_CONF_DIR =
+            option(
+                    "durable.flink-conf-dir",
+                    ValueType.PATH,
+                    null,
+                    "A Flink configuration directory (config.yaml, or flink-conf.yaml), read as"
+                            + " Flink reads it, for the file systems' keys (s3.*, fs.*, presto.s3.*,"
+                            + " fs.s3a.*, s3.entropy.key): the Flink cluster's own conf/, so the node"
+                            + " reaches the checkpoint storage as the JobManager does.");
+
+    public static final ServerOption DURABLE_FLINK =
+            option(
+                    "durable.flink.",
+                    ValueType.STRING,
+                    null,
+                    "One Flink key for the file systems, set on top of durable.flink-conf-dir:"
+                            + " durable.flink.s3.endpoint = http://10.0.0.5:9000 is Flink's"
+                            + " s3.endpoint. Values are never logged (credentials).");
+
+    public static final ServerOption DURABLE_PLUGINS_DIR =
+            option(
+                    "durable.plugins-dir",
+                    ValueType.PATH,
+                    null,
+                    "Flink's plugins directory, one subdirectory per plugin"
+                            + " (s3-fs-presto/flink-s3-fs-presto-1.20.0.jar), each loaded in a class"
+                            + " loader of its own as Flink loads them: how s3:// is reached. Unset:"
+                            + " only the file systems on the server's classpath (file://).");
+
+    public static final ServerOption DURABLE_TRANSFER_THREADS =
+            option(
+                    "durable.transfer-threads",
+                    ValueType.INTEGER,
+                    "4",
+                    "Files moving to or from checkpoint storage at once on the node, over all"
+                            + " uploads and downloads together (1..64).");
+
+    public static final ServerOption DURABLE_MAX_ATTEMPTS =
+            option(
+                    "durable.max-attempts",
+                    ValueType.INTEGER,
+                    "3",
+                    "Tries of one file before its upload or download fails. A missing or corrupt"
+                            + " file to download and a local disk error are never tried again.");
+
+    public static final ServerOption DURABLE_RETRY_BACKOFF =
+            option(
+                    "durable.retry-backoff",
+                    ValueType.DURATION,
+                    "1s",
+                    "The wait after a file's first failed attempt, doubled after each further"
+                            + " one.");
+
+    public static final ServerOption DURABLE_TRANSFER_TIMEOUT =
+            option(
+                    "durable.transfer-timeout",
+                    ValueType.DURATION,
+                    "10m",
+                    "How long one upload or download of a cut may take; past it the call fails, an"
+                            + " upload deleting what it wrote.");
+
     private static final Map<String, ServerOption> BY_KEY = byKey();
 
     /** Every option, in declaration order. */
@@ -469,9 +554,19 @@ public final class KvServerOptions {
         return List.copyOf(BY_KEY.values());
     }
 
-    /** The option of a config file key, if there is one. */
+    /** The option of a config file key (also a key under a prefix option), if there is one. */
     public static Optional<ServerOption> forKey(String key) {
-        return Optional.ofNullable(BY_KEY.get(key));
+        ServerOption option = BY_KEY.get(key);
+        if (option == null) {
+            for (ServerOption candidate : BY_KEY.values()) {
+                if (candidate.isPrefix()
+                        && key.startsWith(candidate.key())
+                        && key.length() > candidate.key().length()) {
+                    return Optional.of(candidate);
+                }
+            }
+        }
+        return Optional.ofNullable(option).filter(o -> !o.isPrefix());
     }
 
     /** By reflection, so that declaring an option is all it takes. */

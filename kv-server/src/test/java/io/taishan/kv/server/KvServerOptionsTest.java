@@ -25,7 +25,7 @@ class KvServerOptionsTest {
             String value = option.defaultIfSet().orElse(option.type().example());
             KvServerConfig.Builder builder = KvServerConfig.builder();
             // Throws IllegalStateException for a key declared but missing from the switch.
-            builder.properties(properties(option.key(), value));
+            builder.properties(properties(sampleKey(option), value));
             if (option.defaultIfSet().isEmpty()) {
                 assertThat(settings(builder))
                         .as("%s = %s changes the builder", option.key(), value)
@@ -96,6 +96,33 @@ class KvServerOptionsTest {
     }
 
     @Test
+    void aPrefixPassesEveryKeyUnderItAndNothingElse() {
+        KvServerConfig config =
+                KvServerConfig.builder()
+                        .properties(
+                                properties(
+                                        "durable.flink.s3.endpoint", "http://10.0.0.5:9000",
+                                        "durable.flink.s3.access-key", "key"))
+                        .build();
+
+        assertThat(config.durable().flinkConfig())
+                .containsExactlyInAnyOrderEntriesOf(
+                        Map.of("s3.endpoint", "http://10.0.0.5:9000", "s3.access-key", "key"));
+        assertThat(KvServerOptions.forKey("durable.flink.fs.default-scheme"))
+                .contains(KvServerOptions.DURABLE_FLINK);
+        assertThatThrownBy(
+                        () ->
+                                KvServerConfig.builder()
+                                        .properties(properties("durable.flink.", "x")))
+                .hasMessage("unknown config key 'durable.flink.'");
+        assertThatThrownBy(
+                        () ->
+                                KvServerConfig.builder()
+                                        .properties(properties("durable.flinkx", "x")))
+                .hasMessage("unknown config key 'durable.flinkx'");
+    }
+
+    @Test
     void anUndeclaredKeyIsRefused() {
         assertThatThrownBy(
                         () -> KvServerConfig.builder().properties(properties("shard.idle", "5m")))
@@ -114,10 +141,17 @@ class KvServerOptionsTest {
         };
     }
 
-    private static Properties properties(String key, String value) {
+    private static Properties properties(String... keyThenValue) {
         Properties p = new Properties();
-        p.setProperty(key, value);
+        for (int i = 0; i < keyThenValue.length; i += 2) {
+            p.setProperty(keyThenValue[i], keyThenValue[i + 1]);
+        }
         return p;
+    }
+
+    /** The key itself, or for a prefix one key under it. */
+    private static String sampleKey(ServerOption option) {
+        return option.isPrefix() ? option.key() + "example.key" : option.key();
     }
 
     /**

@@ -8,6 +8,7 @@ import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.instrumentation.jvm.JvmMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.taishan.kv.proto.KvServiceGrpc;
+import io.taishan.kv.server.durable.TransferStats;
 import io.taishan.kv.server.rpc.WriteStats;
 import io.taishan.kv.server.storage.ExpirySweeper;
 import io.taishan.kv.server.storage.StorageEngine;
@@ -78,6 +79,11 @@ public final class ServerMetrics implements AutoCloseable {
     /** Outermost on the service: every call is counted, also those refused by authentication. */
     public ServerInterceptor interceptor() {
         return rpc;
+    }
+
+    /** The node moves cuts to and from Flink's checkpoint storage: report its transfers. */
+    public void durableTransfers(TransferStats stats) {
+        registry.register(new DurableTransferCollector(stats));
     }
 
     /** The node serves: its storage is reported and {@code /ready} answers 200. */

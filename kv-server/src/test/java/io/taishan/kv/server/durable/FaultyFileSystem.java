@@ -1,0 +1,153 @@
+package io.taishan.kv.server.durable;
+
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.URI;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.core.fs.FSDataOutputStream;
+import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.core.fs.FileSystemFactory;
+import org.apache.flink.core.fs.Path;
+import org.apache.flink.core.fs.local.LocalFileSystem;
+
+/**
+ * Flink's local file system under the scheme {@code faulty://}, with faults a test switches on: the
+ * next writes fail after some bytes, or every write waits until released. Registered as a {@link
+ * FileSystemFactory} (test resources, {@code META-INF/services}), so the transfers reach it through
+ * {@code FileSystem.initialize} like any Flink file system; the files are real files.
+ *
+ * <p>The switches are static, as Flink's file systems are: tests using them must not run at once.
+ */
+public final class FaultyFileSystem extends LocalFileSystem {
+    static final String SCHEME = "faulty";
+
+    private static final AtomicInteger failingWrites = new AtomicInteger();
+    private static volatile long failAfterBytes;
+    private static volatile CountDownLatch writesHeld;
+    private static final AtomicInteger streamsCreated = new AtomicInteger();
+    private static volatile Configuration configured;
+
+    /** Everything off. */
+    static void reset() {
+        failingWrites.set(0);
+        failAfterBytes = 0;
+        writesHeld = null;
+        streamsCreated.set(0);
+    }
+
+    /** The next {@code count} streams created fail once {@code afterBytes} were written. */
+    static void failWrites(int count, long afterBytes) {
+        failAfterBytes = afterBytes;
+        failingWrites.set(count);
+    }
+
+    /** Every write waits until the latch opens (or its thread is interrupted). */
+    static CountDownLatch holdWrites() {
+        CountDownLatch latch = new CountDownLatch(1);
+        writesHeld = latch;
+        return latch;
+    }
+
+    static int streamsCreated() {
+        return streamsCreated.get();
+    }
+
+    /** The configuration Flink gave the factory at its last initialization. */
+    static Configuration configured() {
+        return configured;
+    }
+
+    /** {@code faulty://} + a local absolute path. */
+    static String uri(java.nio.file.Path dir) {
+        return SCHEME + "://" + dir.toAbsolutePath();
+    }
+
+    @Override
+    public URI getUri() {
+        return URI.create(SCHEME + ":///");
+    }
+
+    @Override
+    public FSDataOutputStream create(Path path, WriteMode mode) throws IOException {
+        streamsCreated.incrementAndGet();
+        boolean failing = failingWrites.getAndUpdate(n -> Math.max(0, n - 1)) > 0;
+        return new Faulty(super.create(path, mode), failing ? failAfterBytes : -1);
+    }
+
+    private static final class Faulty extends FSDataOutputStream {
+        private final FSDataOutputStream out;
+        private final long failAfter;
+        private long written;
+
+        Faulty(FSDataOutputStream out, long failAfter) {
+            this.out = out;
+            this.failAfter = failAfter;
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            write(new byte[] {(byte) b}, 0, 1);
+        }
+
+        @Override
+        public void write(byte[] bytes, int offset, int length) throws IOException {
+            CountDownLatch held = writesHeld;
+            if (held != null) {
+                try {
+                    held.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new InterruptedIOException("interrupted while held");
+                }
+            }
+            if (failAfter >= 0 && written + length > failAfter) {
+                int part = (int) Math.max(0, failAfter - written);
+                out.write(bytes, offset, part);
+                written += part;
+                throw new IOException("injected failure after " + written + " bytes");
+            }
+            out.write(bytes, offset, length);
+            written += length;
+        }
+
+        @Override
+        public long getPos() throws IOException {
+            return out.getPos();
+        }
+
+        @Override
+        public void flush() throws IOException {
+            out.flush();
+        }
+
+        @Override
+        public void sync() throws IOException {
+            out.sync();
+        }
+
+        @Override
+        public void close() throws IOException {
+            out.close();
+        }
+    }
+
+    /** Found by Flink through {@code META-INF/services}. */
+    public static final class Factory implements FileSystemFactory {
+        @Override
+        public String getScheme() {
+            return SCHEME;
+        }
+
+        @Override
+        public void configure(Configuration config) {
+            configured = config;
+        }
+
+        @Override
+        public FileSystem create(URI fsUri) {
+            return new FaultyFileSystem();
+        }
+    }
+}
