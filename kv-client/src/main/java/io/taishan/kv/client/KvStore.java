@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import javax.annotation.Nullable;
 
@@ -170,6 +171,11 @@ public interface KvStore extends AutoCloseable {
         return Optional.empty();
     }
 
+    /** Snapshots copied to and restored from Flink's checkpoint storage, if this store can. */
+    default Optional<Durable> durable() {
+        return Optional.empty();
+    }
+
     /**
      * The server's Bloom filters of leased shards: what a client-side {@code LoadingFilter}
      * (taishan-bloom) loads.
@@ -234,6 +240,48 @@ public interface KvStore extends AutoCloseable {
          * FencedException} for a stale lease.
          */
         CompletableFuture<Void> reportTtlTime(List<ShardLease> leases, long ttlTimeMillis);
+    }
+
+    /**
+     * Snapshots that outlive the node's disk: the cuts holding a checkpoint's snapshots copied into
+     * Flink's checkpoint storage by the nodes themselves (never through the caller), and restores
+     * that fetch from there what a node does not hold.
+     *
+     * <p>The caller owns the copies' lifecycle (Flink's JobManager deletes them through its shared
+     * state registry); a node never deletes a copy it reported. Which copies an upload may reuse is
+     * the caller's rule: only those of the last checkpoint Flink confirmed, none for a full
+     * checkpoint or a savepoint.
+     */
+    interface Durable {
+
+        /**
+         * Copies into checkpoint storage the cuts that hold snapshot {@code snapshotId} of the
+         * shards, one call per node they live on, the nodes in parallel; blocking until every file
+         * is durable.
+         *
+         * @param sharedDir Flink's shared state directory of the job: the data files' copies
+         * @param exclusiveDir the checkpoint's own directory: the metadata packs
+         * @param reusablePaths copies that may be referenced instead of written again
+         * @throws SnapshotNotFoundException if a shard does not hold the snapshot
+         * @throws KvException with {@code DURABLE_DISABLED} on a node without {@code
+         *     durable.enabled}, {@code STORAGE_ERROR} naming the file and cause when the storage
+         *     failed (nothing partial is reported; what the call wrote is deleted)
+         */
+        DurableSnapshot uploadSnapshot(
+                String table,
+                long snapshotId,
+                int[] shards,
+                String sharedDir,
+                String exclusiveDir,
+                Set<String> reusablePaths);
+
+        /**
+         * As {@link KvStore#restoreShards}, where a node that does not hold a shard's snapshot
+         * fetches the cut the restore names ({@link ShardRestore#durableCutId}) from {@code cuts}.
+         * A snapshot a node holds is taken from its disk: nothing is downloaded then.
+         */
+        DurableRestore restoreShards(
+                String table, String writer, List<ShardRestore> restores, List<DurableCut> cuts);
     }
 
     /** What operators and tools need beyond the data path: the cluster's layout and state. */

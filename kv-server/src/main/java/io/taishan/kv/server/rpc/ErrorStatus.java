@@ -30,7 +30,7 @@ public final class ErrorStatus {
             case TABLE_NOT_FOUND, SNAPSHOT_NOT_FOUND -> Status.NOT_FOUND;
             case TABLE_EXISTS -> Status.ALREADY_EXISTS;
             case SHARD_OUT_OF_RANGE -> Status.OUT_OF_RANGE;
-            case FENCED, SHARD_NOT_OWNED -> Status.FAILED_PRECONDITION;
+            case FENCED, SHARD_NOT_OWNED, DURABLE_DISABLED -> Status.FAILED_PRECONDITION;
             case LIMIT_EXCEEDED -> Status.RESOURCE_EXHAUSTED;
             case INVALID_ARGUMENT -> Status.INVALID_ARGUMENT;
             case SHUTTING_DOWN -> Status.UNAVAILABLE;
