@@ -18,6 +18,7 @@ import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.SavepointType;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
 import org.apache.flink.runtime.state.IncrementalKeyedStateHandle;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
@@ -130,13 +131,33 @@ public final class KeptCheckpointReader {
                                     + "), so what it references cannot be told",
                             e);
                 }
+            } else if (handle instanceof IncrementalRemoteKeyedStateHandle incremental) {
+                // A durable Taishan checkpoint, its manifest the meta state; or RocksDB's.
+                try {
+                    if (TaishanManifest.isManifest(incremental.getMetaDataStateHandle())) {
+                        taishan++;
+                        references.addAll(TaishanManifest.readReferences(incremental).values());
+                    } else {
+                        other++;
+                    }
+                } catch (IOException e) {
+                    throw new IOException(
+                            "operator "
+                                    + operator.getOperatorID()
+                                    + ": its keyed state "
+                                    + incremental.getMetaDataStateHandle()
+                                    + " cannot be read ("
+                                    + e.getMessage()
+                                    + "), so what it references cannot be told",
+                            e);
+                }
             } else if (handle instanceof ChangelogStateBackendHandle changelog) {
                 // The materialized part is the wrapped backend's own handles.
                 for (KeyedStateHandle materialized : changelog.getMaterializedStateHandles()) {
                     add(materialized, operator);
                 }
             } else if (handle instanceof IncrementalKeyedStateHandle) {
-                // RocksDB's: its files, never a Taishan manifest.
+                // RocksDB's local or changelog kinds: its files, never a Taishan manifest.
                 other++;
             } else {
                 throw new IOException(

@@ -3,8 +3,11 @@ package io.taishan.snapshot.gc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.taishan.kv.client.DurableCut;
+import io.taishan.snapshot.DurableCheckpointHandles;
 import io.taishan.snapshot.ShardSnapshotRef;
 import io.taishan.snapshot.TaishanManifest;
+import io.taishan.snapshot.TestDurableCuts;
 import io.taishan.snapshot.TestMetaInfo;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
@@ -15,6 +18,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.UUID;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.core.fs.FileSystem;
@@ -29,11 +34,13 @@ import org.apache.flink.runtime.checkpoint.metadata.MetadataV3Serializer;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.CheckpointStateOutputStream;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
 import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
 import org.apache.flink.runtime.state.filesystem.RelativeFileStateHandle;
@@ -114,6 +121,72 @@ class KeptCheckpointReaderTest {
                 .allSatisfy(ref -> assertThat(ref.snapshotId()).isEqualTo(7))
                 .extracting(ShardSnapshotRef::table)
                 .containsOnly("flink_b_op");
+    }
+
+    /**
+     * A durable checkpoint's manifest is the meta state of an {@link
+     * IncrementalRemoteKeyedStateHandle}, the class RocksDB's incremental checkpoints use too: the
+     * manifest's references are read, RocksDB's handle references nothing.
+     */
+    @Test
+    void aDurableCheckpointsReferencesAreReadFromItsIncrementalHandle() throws Exception {
+        java.nio.file.Path dir = root.resolve("chk-21");
+        Files.createDirectories(dir);
+        DurableCut cut =
+                TestDurableCuts.cut(
+                        List.of(0, 1, 2, 3, 4),
+                        root.resolve("shared"),
+                        dir,
+                        List.of("7.sst"),
+                        List.of());
+        StreamStateHandle manifest =
+                TaishanManifest.writeDurable(
+                        fileFactory(dir)
+                                .createCheckpointStateOutputStream(
+                                        CheckpointedStateScope.EXCLUSIVE),
+                        new CloseableRegistry(),
+                        TestMetaInfo.counts(),
+                        KeyGroupRange.of(0, 4),
+                        kg -> new ShardSnapshotRef("flink_d_op", kg, 21),
+                        kg -> cut.cutId(),
+                        List.of(cut));
+        IncrementalRemoteKeyedStateHandle durable =
+                DurableCheckpointHandles.handle(
+                        UUID.randomUUID(),
+                        KeyGroupRange.of(0, 4),
+                        21,
+                        List.of(cut),
+                        Set.of(),
+                        Path.fromLocalFile(dir.toFile()).toString(),
+                        manifest,
+                        0);
+        IncrementalRemoteKeyedStateHandle rocksDb =
+                new IncrementalRemoteKeyedStateHandle(
+                        UUID.randomUUID(),
+                        KeyGroupRange.of(5, 9),
+                        21,
+                        List.of(),
+                        List.of(),
+                        new ByteStreamStateHandle("rocksdb-meta", new byte[] {0, 0, 0, 6}),
+                        0);
+        writeMetadata(
+                dir,
+                21,
+                CheckpointProperties.forCheckpoint(
+                        CheckpointRetentionPolicy.RETAIN_ON_CANCELLATION),
+                operator(durable, rocksDb));
+
+        KeptCheckpoint kept = KeptCheckpointReader.read(dir.toString(), CL);
+
+        assertThat(kept.taishanStates()).isEqualTo(1);
+        assertThat(kept.otherStates()).isEqualTo(1);
+        assertThat(kept.references())
+                .containsExactly(
+                        new ShardSnapshotRef("flink_d_op", 0, 21),
+                        new ShardSnapshotRef("flink_d_op", 1, 21),
+                        new ShardSnapshotRef("flink_d_op", 2, 21),
+                        new ShardSnapshotRef("flink_d_op", 3, 21),
+                        new ShardSnapshotRef("flink_d_op", 4, 21));
     }
 
     @Test
