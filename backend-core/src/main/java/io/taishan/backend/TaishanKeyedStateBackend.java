@@ -7,6 +7,7 @@ import io.taishan.backend.read.ShardFilters;
 import io.taishan.backend.read.StateReader;
 import io.taishan.backend.remote.SharedKvStores;
 import io.taishan.backend.snapshot.BackendMetrics;
+import io.taishan.backend.snapshot.ReusableCopies;
 import io.taishan.backend.snapshot.SnapshotIds;
 import io.taishan.backend.snapshot.TaishanFullSnapshotResources;
 import io.taishan.backend.snapshot.TaishanSnapshotStrategy;
@@ -24,6 +25,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RunnableFuture;
 import java.util.function.IntPredicate;
@@ -98,7 +100,8 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
             boolean cacheEnabled,
             List<StateMetaInfoSnapshot> restoredStates,
             BackendMetrics metrics,
-            IntPredicate startedEmpty) {}
+            IntPredicate startedEmpty,
+            @Nullable ReusableCopies reusableCopies) {}
 
     private final Parts parts;
     private final int keyGroupPrefixBytes;
@@ -174,11 +177,13 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
                         this::ownedShards,
                         parts.connection().background());
         SnapshotIds ids = new SnapshotIds();
-        this.checkpointStrategy = snapshotStrategy(ids, false);
-        this.savepointStrategy = snapshotStrategy(ids, true);
+        UUID backendId = UUID.randomUUID();
+        this.checkpointStrategy = snapshotStrategy(ids, false, backendId);
+        this.savepointStrategy = snapshotStrategy(ids, true, backendId);
     }
 
-    private TaishanSnapshotStrategy<K> snapshotStrategy(SnapshotIds ids, boolean pinned) {
+    private TaishanSnapshotStrategy<K> snapshotStrategy(
+            SnapshotIds ids, boolean pinned, UUID backendId) {
         return new TaishanSnapshotStrategy<>(
                 parts.store(),
                 parts.table(),
@@ -190,7 +195,9 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
                 parts.metrics(),
                 ids,
                 snapshotReleaser,
-                pinned);
+                pinned,
+                backendId,
+                parts.reusableCopies());
     }
 
     // ---- what the states see
@@ -443,7 +450,11 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
     }
 
     @Override
-    public void notifyCheckpointComplete(long checkpointId) {}
+    public void notifyCheckpointComplete(long checkpointId) {
+        if (parts.reusableCopies() != null) {
+            parts.reusableCopies().completed(checkpointId);
+        }
+    }
 
     @Override
     public void notifyCheckpointSubsumed(long checkpointId) {
@@ -452,7 +463,15 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
 
     @Override
     public void notifyCheckpointAborted(long checkpointId) {
+        if (parts.reusableCopies() != null) {
+            parts.reusableCopies().aborted(checkpointId);
+        }
         lastRelease = snapshotReleaser.onCheckpointAborted(checkpointId);
+    }
+
+    /** What snapshots and the restore did, for tests. */
+    BackendMetrics backendMetrics() {
+        return parts.metrics();
     }
 
     /** The release of remote snapshots asked for last, done off the task thread. */

@@ -13,6 +13,7 @@ import io.taishan.backend.remote.SharedKvStores;
 import io.taishan.backend.restore.CanonicalSavepointRestore;
 import io.taishan.backend.restore.TaishanRestoreOperation;
 import io.taishan.backend.snapshot.BackendMetrics;
+import io.taishan.backend.snapshot.ReusableCopies;
 import io.taishan.backend.ttl.ServerSideExpiry;
 import io.taishan.backend.write.StateWriter;
 import io.taishan.backend.write.WriteBatchQueue;
@@ -70,6 +71,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
     private final TaishanOptions.TimerServiceType timerService;
     private final int timerCacheSize;
     private final Duration ttlClockReportInterval;
+    private final boolean durableCheckpoints;
     @Nullable private final MetricGroup metricGroup;
 
     TaishanKeyedStateBackendBuilder(
@@ -93,6 +95,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             TaishanOptions.TimerServiceType timerService,
             int timerCacheSize,
             Duration ttlClockReportInterval,
+            boolean durableCheckpoints,
             @Nullable MetricGroup metricGroup) {
         super(
                 kvStateRegistry,
@@ -115,6 +118,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
         this.timerService = timerService;
         this.timerCacheSize = timerCacheSize;
         this.ttlClockReportInterval = ttlClockReportInterval;
+        this.durableCheckpoints = durableCheckpoints;
         this.metricGroup = metricGroup;
     }
 
@@ -134,7 +138,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             boolean canonical = TaishanRestoreOperation.isCanonicalSavepoint(restoreStateHandles);
             TaishanRestoreOperation.Manifests manifests =
                     canonical
-                            ? new TaishanRestoreOperation.Manifests(List.of(), Map.of())
+                            ? TaishanRestoreOperation.Manifests.none()
                             : new TaishanRestoreOperation<>(
                                             restoreStateHandles,
                                             keyGroupRange,
@@ -160,15 +164,16 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             // Names this backend on the kv-server: the shards it starts empty share one store,
             // which its checkpoints cut at once.
             String writerName = table + "/" + keyGroupRange + "/" + UUID.randomUUID();
-            ShardLease[] leases =
+            TaishanRestoreOperation.TakenShards taken =
                     TaishanRestoreOperation.takeShards(
                             store,
                             table,
                             writerName,
                             newTable,
                             keyGroupRange,
-                            manifests.refs(),
+                            manifests,
                             unrestored);
+            ShardLease[] leases = taken.leases();
 
             // The read path's layers exist before the first write, so each sees every write.
             queue =
@@ -253,6 +258,12 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                     new ServerSideExpiry(
                             store.ttl().orElse(null), table, List.of(leases), ttlTimeProvider);
             BackendMetrics metrics = BackendMetrics.register(taishanGroup);
+            ReusableCopies reusableCopies = durableCheckpoints ? new ReusableCopies() : null;
+            if (reusableCopies != null && manifests.restoredCopies() != null) {
+                reusableCopies.restored(
+                        manifests.restoredCopies().checkpointId(),
+                        manifests.restoredCopies().paths());
+            }
             InternalKeyContextImpl<K> keyContext =
                     new InternalKeyContextImpl<>(keyGroupRange, numberOfKeyGroups);
             TaishanKeyedStateBackend.Parts parts =
@@ -275,7 +286,8 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             restoredStates,
                             metrics,
                             // A canonical savepoint's entries (timers too) were loaded into them.
-                            canonical ? keyGroup -> false : opened::contains);
+                            canonical ? keyGroup -> false : opened::contains,
+                            reusableCopies);
             TaishanKeyedStateBackend<K> backend =
                     new TaishanKeyedStateBackend<>(
                             kvStateRegistry,
@@ -297,20 +309,24 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             metrics.restored(
                     millis,
                     keyGroupRange.getNumberOfKeyGroups() - unrestored.size(),
-                    unrestored.size());
+                    unrestored.size(),
+                    taken.downloadedBytes());
             logger.info(
                     "Taishan keyed backend for table {}, key groups {}{}: {} shard(s) restored"
-                            + " from snapshots, {} opened, in {} ms; read cache {} ({} bytes),"
-                            + " Bloom filters {}",
+                            + " from snapshots ({} bytes downloaded from checkpoint storage), {}"
+                            + " opened, in {} ms; read cache {} ({} bytes), Bloom filters {},"
+                            + " durable checkpoints {}",
                     table,
                     keyGroupRange,
                     canonical ? " (loaded from a canonical savepoint)" : "",
                     keyGroupRange.getNumberOfKeyGroups() - unrestored.size(),
+                    taken.downloadedBytes(),
                     unrestored.size(),
                     millis,
                     cacheMemory.handle().type(),
                     cacheMemory.handle().contributedBytes(),
-                    readPathConfig.bloomFilterEnabled() ? "on" : "off");
+                    readPathConfig.bloomFilterEnabled() ? "on" : "off",
+                    durableCheckpoints ? "on" : "off");
             return backend;
         } catch (Throwable t) {
             if (filterLoader != null) {

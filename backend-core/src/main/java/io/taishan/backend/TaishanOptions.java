@@ -202,6 +202,25 @@ public final class TaishanOptions {
                                     + " (never its own): idle state leaves the store at most this"
                                     + " plus the server's ttl.sweep-interval after it expired.");
 
+    public static final ConfigOption<Boolean> CHECKPOINT_DURABLE =
+            ConfigOptions.key("taishan.checkpoint.durable")
+                    .booleanType()
+                    .defaultValue(false)
+                    .withDescription(
+                            "Whether checkpoints and native savepoints outlive the kv-server"
+                                    + " nodes. On: once the shards' snapshots are taken, each node"
+                                    + " copies their new files into the job's checkpoint storage"
+                                    + " (data files under shared/, reusing the copies of the last"
+                                    + " confirmed checkpoint; a native savepoint copies everything"
+                                    + " into its own directory), and the checkpoint is Flink's"
+                                    + " incremental handle on those copies, whose files the"
+                                    + " JobManager deletes once no retained checkpoint needs them."
+                                    + " A restore on a node that lost its snapshots downloads them;"
+                                    + " one that holds them downloads nothing. Needs a file-system"
+                                    + " checkpoint storage (with the JobManager's storage,"
+                                    + " checkpoints stay on the nodes only) and durable.enabled on"
+                                    + " every kv-server node.");
+
     public static final ConfigOption<String> TABLE_PREFIX =
             ConfigOptions.key("taishan.table.prefix")
                     .stringType()

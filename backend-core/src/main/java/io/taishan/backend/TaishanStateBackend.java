@@ -65,6 +65,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                     TaishanOptions.CACHE_SIZE,
                     TaishanOptions.BLOOM_FILTER_ENABLED,
                     TaishanOptions.TTL_CLOCK_REPORT_INTERVAL,
+                    TaishanOptions.CHECKPOINT_DURABLE,
                     TaishanOptions.TABLE_PREFIX);
 
     /** Every option set on this object or read from the configuration it was configured with. */
@@ -198,6 +199,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                         settings.get(TaishanOptions.TIMER_SERVICE),
                         settings.get(TaishanOptions.TIMER_CACHE_SIZE),
                         settings.get(TaishanOptions.TTL_CLOCK_REPORT_INTERVAL),
+                        settings.get(TaishanOptions.CHECKPOINT_DURABLE),
                         parameters.getMetricGroup())
                 .build();
     }
@@ -337,6 +339,14 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
 
     public TaishanStateBackend setTtlClockReportInterval(Duration interval) {
         settings.set(TaishanOptions.TTL_CLOCK_REPORT_INTERVAL, interval);
+        return this;
+    }
+
+    /**
+     * Whether checkpoints are copied into checkpoint storage ({@code taishan.checkpoint.durable}).
+     */
+    public TaishanStateBackend setDurableCheckpoints(boolean durable) {
+        settings.set(TaishanOptions.CHECKPOINT_DURABLE, durable);
         return this;
     }
 

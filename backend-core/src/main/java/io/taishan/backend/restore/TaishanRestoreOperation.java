@@ -1,20 +1,27 @@
 package io.taishan.backend.restore;
 
+import io.taishan.kv.client.DurableCut;
+import io.taishan.kv.client.DurableRestore;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.ShardStatus;
+import io.taishan.snapshot.DurableCheckpointHandles;
 import io.taishan.snapshot.ShardSnapshotRef;
 import io.taishan.snapshot.TaishanManifest;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import javax.annotation.Nullable;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
 import org.apache.flink.core.fs.CloseableRegistry;
+import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
@@ -33,6 +40,14 @@ import org.slf4j.LoggerFactory;
  * this job's table. Every other owned shard is opened and, unless the table is new, started empty:
  * it may hold writes of an earlier attempt. Every shard gets a new epoch, which fences any zombie
  * attempt; shards of the table this subtask does not own are never touched.
+ *
+ * <p>A durable checkpoint's handles ({@link IncrementalRemoteKeyedStateHandle}, manifest version 3)
+ * also name, per key group, the cut in checkpoint storage holding its snapshot: the restore passes
+ * those cuts along ({@link KvStore.Durable#restoreShards}), so a node that lost its disk, or holds
+ * a shard that moved to it, downloads them; a node that has the snapshot downloads nothing. After a
+ * rescale the cuts come from several handles, every subtask's that wrote one of the owned key
+ * groups. Manifests inside a {@link KeyGroupsStateHandle} (checkpoints that are not durable)
+ * restore from the nodes' snapshots alone, as always.
  */
 public final class TaishanRestoreOperation<K> {
     private static final Logger LOG = LoggerFactory.getLogger(TaishanRestoreOperation.class);
@@ -61,10 +76,17 @@ public final class TaishanRestoreOperation<K> {
         return handles.stream().anyMatch(h -> h instanceof SavepointKeyedStateHandle);
     }
 
-    /** Reads the manifests: the state meta info and the snapshot of each owned key group. */
+    /**
+     * Reads the manifests: the state meta info, the snapshot of each owned key group, and for a
+     * durable checkpoint the cut holding it.
+     */
     public Manifests readManifests() throws Exception {
         Map<String, StateMetaInfoSnapshot> metaInfo = new LinkedHashMap<>();
         Map<Integer, ShardSnapshotRef> refs = new HashMap<>();
+        Map<Integer, String> cutIds = new HashMap<>();
+        Map<String, DurableCut> cuts = new LinkedHashMap<>();
+        Set<Long> durableCheckpoints = new HashSet<>();
+        Set<String> durableCopies = new HashSet<>();
         boolean keySerializerChecked = false;
         for (KeyedStateHandle handle : handles) {
             if (handle == null) {
@@ -74,21 +96,33 @@ public final class TaishanRestoreOperation<K> {
                 throw new IllegalStateException(
                         "A canonical savepoint mixed with Taishan checkpoints: " + handle);
             }
-            if (!(handle instanceof KeyGroupsStateHandle)) {
+            TaishanManifest.Contents<K> contents;
+            if (handle instanceof KeyGroupsStateHandle keyGroups) {
+                KeyGroupsStateHandle mine = keyGroups.getIntersection(keyGroupRange);
+                if (mine == null) {
+                    continue;
+                }
+                contents = TaishanManifest.read(mine, userCodeClassLoader, cancelStreamRegistry);
+            } else if (handle instanceof IncrementalRemoteKeyedStateHandle durable) {
+                // Flink hands the whole handle to every subtask whose range it touches.
+                if (durable.getIntersection(keyGroupRange) == null) {
+                    continue;
+                }
+                contents =
+                        TaishanManifest.read(
+                                durable, keyGroupRange, userCodeClassLoader, cancelStreamRegistry);
+                durableCheckpoints.add(durable.getCheckpointId());
+                durableCopies.addAll(DurableCheckpointHandles.dataFileCopies(durable));
+            } else {
                 throw new IllegalStateException(
                         "Unexpected state handle type, expected a "
                                 + KeyGroupsStateHandle.class
+                                + " or "
+                                + IncrementalRemoteKeyedStateHandle.class
                                 + " holding a Taishan manifest, but found "
                                 + handle.getClass()
                                 + ". It was written by another state backend.");
             }
-            KeyGroupsStateHandle mine =
-                    ((KeyGroupsStateHandle) handle).getIntersection(keyGroupRange);
-            if (mine == null) {
-                continue;
-            }
-            TaishanManifest.Contents<K> contents =
-                    TaishanManifest.read(mine, userCodeClassLoader, cancelStreamRegistry);
             if (!keySerializerChecked) {
                 checkKeySerializer(contents);
                 keySerializerChecked = true;
@@ -97,8 +131,17 @@ public final class TaishanRestoreOperation<K> {
                 metaInfo.putIfAbsent(state.getName(), state);
             }
             refs.putAll(contents.refs());
+            cutIds.putAll(contents.durableCutIds());
+            // Another subtask's handle may name the same cut (a store cut once, copied by
+            // each): either copy holds it.
+            contents.durableCuts().forEach(cuts::putIfAbsent);
         }
-        return new Manifests(new ArrayList<>(metaInfo.values()), refs);
+        RestoredCopies restoredCopies =
+                durableCheckpoints.size() == 1
+                        ? new RestoredCopies(durableCheckpoints.iterator().next(), durableCopies)
+                        : null;
+        return new Manifests(
+                new ArrayList<>(metaInfo.values()), refs, cutIds, cuts, restoredCopies);
     }
 
     private void checkKeySerializer(TaishanManifest.Contents<K> contents)
@@ -122,33 +165,54 @@ public final class TaishanRestoreOperation<K> {
      * for the restored shards and one for the rest: a key group with a snapshot is rolled back (its
      * own table) or cloned (another job's) to it; every other one is opened, and, unless the table
      * is new, started empty (it may hold writes of an earlier attempt). Returns the leases by key
-     * group, and fills {@code unrestored} with the key groups started empty.
+     * group, and fills {@code unrestored} with the key groups started empty. Key groups of a
+     * durable checkpoint name their cuts, which a node lacking the snapshot downloads.
      *
      * <p>In a table that existed before, the unpinned snapshots of a restored shard newer than the
      * one restored (all of them, for a clone or a shard started empty) are dropped by the server:
      * they belong to a lost future of this table (attempts after the restored checkpoint, or an
      * earlier run under the same JobID).
      */
-    public static ShardLease[] takeShards(
+    public static TakenShards takeShards(
             KvStore store,
             String table,
             String writer,
             boolean newTable,
             KeyGroupRange range,
-            Map<Integer, ShardSnapshotRef> refs,
+            Manifests manifests,
             List<Integer> unrestored) {
         ShardLease[] leases = new ShardLease[range.getNumberOfKeyGroups()];
         List<ShardRestore> restores = new ArrayList<>();
+        Map<String, DurableCut> named = new LinkedHashMap<>();
         for (int keyGroup : range) {
-            ShardSnapshotRef ref = refs.get(keyGroup);
+            ShardSnapshotRef ref = manifests.refs().get(keyGroup);
             if (ref == null) {
                 unrestored.add(keyGroup);
-            } else {
-                restores.add(new ShardRestore(keyGroup, ref.table(), ref.snapshotId()));
+                continue;
+            }
+            String cutId = manifests.durableCutIds().get(keyGroup);
+            restores.add(new ShardRestore(keyGroup, ref.table(), ref.snapshotId(), cutId));
+            if (cutId != null) {
+                named.put(cutId, manifests.durableCuts().get(cutId));
             }
         }
+        long downloadedBytes = 0;
         if (!restores.isEmpty()) {
-            for (ShardLease lease : store.restoreShards(table, writer, restores)) {
+            List<ShardLease> restored;
+            if (!named.isEmpty() && store.durable().isPresent()) {
+                DurableRestore durable =
+                        store.durable()
+                                .get()
+                                .restoreShards(
+                                        table, writer, restores, new ArrayList<>(named.values()));
+                restored = durable.leases();
+                downloadedBytes = durable.downloadedBytes();
+            } else {
+                // Without the facet (a store that cannot reach checkpoint storage), the nodes'
+                // own snapshots must do; a restore that needs a copy fails naming the snapshot.
+                restored = store.restoreShards(table, writer, withoutCuts(restores));
+            }
+            for (ShardLease lease : restored) {
                 leases[lease.shard() - range.getStartKeyGroup()] = lease;
             }
         }
@@ -158,7 +222,16 @@ public final class TaishanRestoreOperation<K> {
                 leases[lease.shard() - range.getStartKeyGroup()] = lease;
             }
         }
-        return leases;
+        return new TakenShards(leases, downloadedBytes);
+    }
+
+    private static List<ShardRestore> withoutCuts(List<ShardRestore> restores) {
+        List<ShardRestore> local = new ArrayList<>(restores.size());
+        for (ShardRestore restore : restores) {
+            local.add(
+                    new ShardRestore(restore.shard(), restore.sourceTable(), restore.snapshotId()));
+        }
+        return local;
     }
 
     /**
@@ -193,7 +266,34 @@ public final class TaishanRestoreOperation<K> {
         }
     }
 
-    /** What the manifests of a subtask's handles say. */
+    /**
+     * What the manifests of a subtask's handles say.
+     *
+     * @param durableCutIds the cut in checkpoint storage holding each owned key group's snapshot,
+     *     for those restored from a durable checkpoint
+     * @param durableCuts those cuts by id
+     * @param restoredCopies the data files' copies of the durable checkpoint restored, which the
+     *     next checkpoint may reuse; null when not restored from exactly one durable checkpoint
+     */
     public record Manifests(
-            List<StateMetaInfoSnapshot> metaInfo, Map<Integer, ShardSnapshotRef> refs) {}
+            List<StateMetaInfoSnapshot> metaInfo,
+            Map<Integer, ShardSnapshotRef> refs,
+            Map<Integer, String> durableCutIds,
+            Map<String, DurableCut> durableCuts,
+            @Nullable RestoredCopies restoredCopies) {
+
+        /** Nothing to restore from snapshots (a new job, or a canonical savepoint). */
+        public static Manifests none() {
+            return new Manifests(List.of(), Map.of(), Map.of(), Map.of(), null);
+        }
+    }
+
+    /** The copies a restored durable checkpoint references. */
+    public record RestoredCopies(long checkpointId, Set<String> paths) {}
+
+    /**
+     * The leases of the owned shards by key group, and the bytes the nodes downloaded from
+     * checkpoint storage for them (0 when each held its snapshots).
+     */
+    public record TakenShards(ShardLease[] leases, long downloadedBytes) {}
 }
