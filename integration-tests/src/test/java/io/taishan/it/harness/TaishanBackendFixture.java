@@ -1,8 +1,12 @@
 package io.taishan.it.harness;
 
 import io.taishan.kv.testing.KvServerProcess;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Comparator;
+import java.util.stream.Stream;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
 
@@ -17,13 +21,17 @@ public final class TaishanBackendFixture implements BackendFixture {
     public static final String KEYED_BACKEND_CLASS = "io.taishan.backend.TaishanKeyedStateBackend";
     public static final String ADDRESS_KEY = "taishan.kv.address";
 
+    public static final String DURABLE_KEY = "taishan.checkpoint.durable";
+
     private final Path dataDir;
     private final String[] serverArgs;
+    private final Configuration jobConfig;
     private KvServerProcess server;
 
-    private TaishanBackendFixture(Path dataDir, String[] serverArgs) {
+    private TaishanBackendFixture(Path dataDir, String[] serverArgs, Configuration jobConfig) {
         this.dataDir = dataDir;
         this.serverArgs = serverArgs;
+        this.jobConfig = jobConfig;
         this.server = KvServerProcess.start(dataDir, serverArgs);
     }
 
@@ -38,7 +46,30 @@ public final class TaishanBackendFixture implements BackendFixture {
 
     /** With extra kv-server command-line arguments ({@code --config file}, ...). */
     public static TaishanBackendFixture start(Path workDir, String... serverArgs) {
-        return new TaishanBackendFixture(workDir.resolve("kv-data"), serverArgs);
+        return new TaishanBackendFixture(
+                workDir.resolve("kv-data"), serverArgs, new Configuration());
+    }
+
+    /**
+     * Durable checkpoints: the kv-server with {@code durable.enabled} (its Flink file systems from
+     * its own classpath: {@code file://} here), the jobs with {@code taishan.checkpoint.durable}.
+     */
+    public static TaishanBackendFixture startDurable(Path workDir) throws IOException {
+        Files.createDirectories(workDir);
+        Path serverConfig =
+                Files.writeString(
+                        workDir.resolve("durable-server.properties"), "durable.enabled = true\n");
+        Configuration jobConfig = new Configuration();
+        jobConfig.setString(DURABLE_KEY, "true");
+        return new TaishanBackendFixture(
+                workDir.resolve("kv-data"),
+                new String[] {"--config", serverConfig.toString()},
+                jobConfig);
+    }
+
+    /** A test parameter: a kv-server with durable checkpoints on, one per test. */
+    public static BackendUnderTest durableBackend() {
+        return new BackendUnderTest("taishan-durable", TaishanBackendFixture::startDurable);
     }
 
     /**
@@ -48,6 +79,25 @@ public final class TaishanBackendFixture implements BackendFixture {
     public void crashAndRestartServer() {
         int port = server.port();
         server.kill();
+        restartOn(port);
+    }
+
+    /**
+     * Kills the kv-server with SIGKILL, deletes its data directory as a lost disk would, and starts
+     * an empty node in its place: the same port and node name, nothing on its disk.
+     */
+    public void loseServerAndStartAnEmptyOne() throws IOException {
+        int port = server.port();
+        server.kill();
+        try (Stream<Path> paths = Files.walk(dataDir)) {
+            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
+        }
+        restartOn(port);
+    }
+
+    private void restartOn(int port) {
         String[] args = Arrays.copyOf(serverArgs, serverArgs.length + 2);
         args[serverArgs.length] = "--port";
         args[serverArgs.length + 1] = Integer.toString(port);
@@ -60,6 +110,7 @@ public final class TaishanBackendFixture implements BackendFixture {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, FACTORY_CLASS);
         config.setString(ADDRESS_KEY, server.address());
+        config.addAll(jobConfig);
         return config;
     }
 

@@ -10,7 +10,12 @@ import java.util.Map;
 public record OpenedSubtask(int subtask, int keyGroups, Map<String, Long> metrics) {
     /** Gauges and counters read, in this order: the pending ops before the sent ones. */
     static final String[] TAISHAN_METRICS = {
-        "writeQueueOps", "writeOps", "restoreMillis", "restoredShards", "openedShards"
+        "writeQueueOps",
+        "writeOps",
+        "restoreMillis",
+        "restoredShards",
+        "openedShards",
+        "restoreDownloadedBytes"
     };
 
     /** Ops the backend wrote (sent or still queued) while it was built and restored. */
@@ -26,6 +31,11 @@ public record OpenedSubtask(int subtask, int keyGroups, Map<String, Long> metric
     /** Shards leased with no snapshot to start from. */
     public long shardsOpened() {
         return metric("openedShards");
+    }
+
+    /** Bytes the kv-server nodes downloaded from checkpoint storage for the restore. */
+    public long downloadedBytes() {
+        return metric("restoreDownloadedBytes");
     }
 
     public long restoreMillis() {
