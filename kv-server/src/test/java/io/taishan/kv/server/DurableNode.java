@@ -86,10 +86,20 @@ final class DurableNode implements AutoCloseable {
     }
 
     KvStore connect() {
+        return connect(KvClientConfig.DEFAULT_DURABLE_CALL_TIMEOUT);
+    }
+
+    /** A client that gives up a call to checkpoint storage after {@code durableTimeout}. */
+    KvStore connect(Duration durableTimeout) {
         return KvStores.connect(
                 KvClientConfig.forAddresses(address())
                         .requestTimeout(Duration.ofSeconds(30))
+                        .durableCallTimeout(durableTimeout)
                         .build());
+    }
+
+    io.taishan.kv.server.durable.TransferStats transferStats() {
+        return server.server().durableTransfers().orElseThrow().stats();
     }
 
     long downloadedBytes() {

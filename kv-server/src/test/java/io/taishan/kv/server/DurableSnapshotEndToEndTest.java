@@ -18,6 +18,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -215,6 +216,47 @@ class DurableSnapshotEndToEndTest {
                                         TABLE, "w1", restores(TABLE, 7, snapshot), snapshot.cuts());
                 assertThat(afterRestart.downloadedBytes()).isZero();
                 assertThat(read(kv, afterRestart.leases())).isEqualTo(atSnapshot);
+
+                // The next checkpoint references the fetched files instead of copying them again
+                // (where allowed), those RocksDB did not rewrite since (a compaction gives its
+                // output new names): the fetched cuts and the stores forked from them know their
+                // copies.
+                new DurableNode.Model(9).write(kv, afterRestart.leases().subList(0, 1), 10, 200);
+                kv.snapshot(afterRestart.leases(), 8, false);
+                Set<String> allowed = new HashSet<>();
+                snapshot.cuts().forEach(c -> allowed.addAll(paths(c)));
+                DurableSnapshot next =
+                        kv.durable()
+                                .orElseThrow()
+                                .uploadSnapshot(TABLE, 8, all(), shared(), exclusive(8), allowed);
+                Map<String, DurableFile> fetched = new HashMap<>();
+                snapshot.cuts()
+                        .forEach(
+                                c ->
+                                        c.files()
+                                                .forEach(
+                                                        f ->
+                                                                fetched.put(
+                                                                        f.name()
+                                                                                + "/"
+                                                                                + f.sizeBytes(),
+                                                                        f)));
+                int reused = 0;
+                for (DurableCut cut : next.cuts()) {
+                    for (DurableFile f : cut.files()) {
+                        DurableFile same = fetched.get(f.name() + "/" + f.sizeBytes());
+                        if (same != null) {
+                            assertThat(f.path()).as(f.name()).isEqualTo(same.path());
+                            reused++;
+                        }
+                    }
+                }
+                assertThat(reused).isPositive();
+                // The store that had no write since the restore is the fetched cut itself.
+                assertThat(next.cuts())
+                        .extracting(DurableCut::cutId)
+                        .containsAnyElementsOf(
+                                snapshot.cuts().stream().map(DurableCut::cutId).toList());
             }
             assertThat(tmpEntries(node)).isEmpty();
         }

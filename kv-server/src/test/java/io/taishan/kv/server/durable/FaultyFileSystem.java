@@ -39,7 +39,7 @@ public final class FaultyFileSystem extends LocalFileSystem {
     private static volatile Configuration configured;
 
     /** Everything off. */
-    static void reset() {
+    public static void reset() {
         failingWrites.set(0);
         failAfterBytes = 0;
         writesHeld = null;
@@ -47,19 +47,19 @@ public final class FaultyFileSystem extends LocalFileSystem {
     }
 
     /** The next {@code count} streams created fail once {@code afterBytes} were written. */
-    static void failWrites(int count, long afterBytes) {
+    public static void failWrites(int count, long afterBytes) {
         failAfterBytes = afterBytes;
         failingWrites.set(count);
     }
 
     /** Every write waits until the latch opens (or its thread is interrupted). */
-    static CountDownLatch holdWrites() {
+    public static CountDownLatch holdWrites() {
         CountDownLatch latch = new CountDownLatch(1);
         writesHeld = latch;
         return latch;
     }
 
-    static int streamsCreated() {
+    public static int streamsCreated() {
         return streamsCreated.get();
     }
 
