@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
  * Shard snapshots and what is made from them: Snapshot, Restore, RestoreShards, Clone, the listings
@@ -60,7 +61,16 @@ final class SnapshotRpcs {
         this.ownership = ownership;
         this.writeStats = writeStats;
         this.durable = durable;
-        this.pool = pool;
+        // The end of a transfer that finishes while the node shuts down (the pool no longer takes
+        // work) still releases its cuts and deletes what a failed upload wrote.
+        this.pool =
+                command -> {
+                    try {
+                        pool.execute(command);
+                    } catch (RejectedExecutionException e) {
+                        command.run();
+                    }
+                };
     }
 
     SnapshotResponse snapshot(SnapshotRequest request) {
