@@ -34,7 +34,7 @@ final class DurableCutRecord {
     }
 
     static void write(Path cutDir, String durableId) throws IOException {
-        check(durableId, "a durable cut id");
+        check(durableId, "the durable cut id to record in " + cutDir);
         DurableFiles.writeAtomically(
                 cutDir.resolve(FILE_NAME), durableId.getBytes(StandardCharsets.US_ASCII));
     }
@@ -43,22 +43,17 @@ final class DurableCutRecord {
         return UUID.randomUUID().toString();
     }
 
-    /**
-     * A durable id as this server writes them; anything else in the record (or in a request) is
-     * refused, so that an id can name a directory entry or a log line safely.
-     */
-    static String check(String id, String where) throws IOException {
-        try {
-            if (UUID.fromString(id).toString().equals(id)) {
-                return id;
-            }
-        } catch (IllegalArgumentException e) {
-            // below
+    private static String check(String id, String where) throws IOException {
+        if (!isValid(id)) {
+            throw new IOException(where + " holds no durable cut id: '" + id + "'");
         }
-        throw new IOException(where + " holds no durable cut id: '" + id + "'");
+        return id;
     }
 
-    /** Whether {@code id} is a durable cut id as {@link #newId} makes them. */
+    /**
+     * Whether {@code id} is a durable cut id as {@link #newId} makes them; anything else, in a
+     * record or a request, is refused, so that an id is safe in a log line or a message.
+     */
     static boolean isValid(String id) {
         try {
             return UUID.fromString(id).toString().equals(id);
