@@ -1,6 +1,9 @@
 package io.taishan.backend.remote;
 
 import io.taishan.kv.client.CloseableIterator;
+import io.taishan.kv.client.DurableCut;
+import io.taishan.kv.client.DurableRestore;
+import io.taishan.kv.client.DurableSnapshot;
 import io.taishan.kv.client.FilterBatch;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.KvStore;
@@ -24,6 +27,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Supplier;
 import org.apache.flink.metrics.Counter;
@@ -35,9 +39,10 @@ import org.apache.flink.runtime.metrics.DescriptiveStatisticsHistogram;
 /**
  * Counts the calls one subtask makes to the store, by kind, with their latency, under the
  * operator's {@code taishan.rpc.<kind>} metric group ({@code count}, {@code errors}, {@code
- * latencyMicros}): every call, the filter fetches and the TTL calls of its facets included. A scan
- * counts once when opened; its later pages are not timed. Closing it does not close the shared
- * store, nor does its admin facet's close.
+ * latencyMicros}): every call, the filter fetches, the TTL calls and the uploads and restores to
+ * and from checkpoint storage of its facets included. A scan counts once when opened; its later
+ * pages are not timed. Closing it does not close the shared store, nor does its admin facet's
+ * close.
  */
 public final class MeteredKvStore implements KvStore {
     /** The kinds of call, as reported. */
@@ -54,7 +59,8 @@ public final class MeteredKvStore implements KvStore {
         TABLE,
         FETCH_FILTER,
         FETCH_FILTERS,
-        TTL
+        TTL,
+        UPLOAD_SNAPSHOT
     }
 
     private final KvStore delegate;
@@ -250,6 +256,45 @@ public final class MeteredKvStore implements KvStore {
     @Override
     public Optional<Admin> admin() {
         return delegate.admin().map(MeteredAdmin::new);
+    }
+
+    @Override
+    public Optional<Durable> durable() {
+        return delegate.durable().map(MeteredDurable::new);
+    }
+
+    private final class MeteredDurable implements Durable {
+        private final Durable durable;
+
+        MeteredDurable(Durable durable) {
+            this.durable = durable;
+        }
+
+        @Override
+        public DurableSnapshot uploadSnapshot(
+                String table,
+                long snapshotId,
+                int[] shards,
+                String sharedDir,
+                String exclusiveDir,
+                Set<String> reusablePaths) {
+            return timed(
+                    Kind.UPLOAD_SNAPSHOT,
+                    () ->
+                            durable.uploadSnapshot(
+                                    table,
+                                    snapshotId,
+                                    shards,
+                                    sharedDir,
+                                    exclusiveDir,
+                                    reusablePaths));
+        }
+
+        @Override
+        public DurableRestore restoreShards(
+                String table, String writer, List<ShardRestore> restores, List<DurableCut> cuts) {
+            return timed(Kind.RESTORE, () -> durable.restoreShards(table, writer, restores, cuts));
+        }
     }
 
     private final class MeteredFilters implements Filters {

@@ -1,15 +1,19 @@
 package io.taishan.backend.remote;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.taishan.kv.client.FilterBatch;
 import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.KvStores;
 import io.taishan.kv.client.ShardFilter;
 import io.taishan.kv.client.ShardLease;
+import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.TtlState;
 import io.taishan.kv.client.WriteBatch;
+import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.server.EmbeddedKvServer;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Proxy;
@@ -18,6 +22,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
@@ -26,8 +31,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The decorator meters the calls of the store's facets as well as its own, passes on only the
- * facets the store has, and its admin facet's close leaves the shared store open.
+ * The decorator meters the calls of the store's facets (filters, TTL, admin, durable) as well as
+ * its own, passes on only the facets the store has, and its admin facet's close leaves the shared
+ * store open.
  */
 class MeteredKvStoreTest {
     private static EmbeddedKvServer server;
@@ -66,7 +72,27 @@ class MeteredKvStoreTest {
                 "metered", List.of(new TtlState(7, 60_000, TtlState.Layout.VALUE, 0)));
         ttl.reportTtlTime(List.of(lease), 1_000).get();
         metered.admin().orElseThrow().describeShards("metered");
+        metered.snapshot(List.of(lease), 5, false);
+        KvStore.Durable durable = metered.durable().orElseThrow();
+        durable.restoreShards(
+                "metered", "w", List.of(new ShardRestore(1, "metered", 5)), List.of());
+        // This node has no checkpoint storage: a failed call counts as one, and as an error.
+        assertThatThrownBy(
+                        () ->
+                                durable.uploadSnapshot(
+                                        "metered",
+                                        5,
+                                        new int[] {1},
+                                        "file:///s",
+                                        "file:///e",
+                                        Set.of()))
+                .isInstanceOf(KvException.class)
+                .extracting(e -> ((KvException) e).code())
+                .isEqualTo(ErrorCode.DURABLE_DISABLED);
 
+        assertThat(counters.count("taishan.rpc.upload_snapshot.count")).isEqualTo(1);
+        assertThat(counters.count("taishan.rpc.upload_snapshot.errors")).isEqualTo(1);
+        assertThat(counters.count("taishan.rpc.restore.count")).isEqualTo(1);
         assertThat(counters.count("taishan.rpc.fetch_filter.count")).isEqualTo(1);
         assertThat(counters.count("taishan.rpc.fetch_filters.count")).isEqualTo(1);
         assertThat(counters.count("taishan.rpc.ttl.count")).isEqualTo(2);
@@ -103,6 +129,7 @@ class MeteredKvStoreTest {
         assertThat(metered.filters()).isEmpty();
         assertThat(metered.ttl()).isEmpty();
         assertThat(metered.admin()).isEmpty();
+        assertThat(metered.durable()).isEmpty();
     }
 
     private static byte[] bytes(String s) {

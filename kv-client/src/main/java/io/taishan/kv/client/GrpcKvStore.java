@@ -58,6 +58,8 @@ import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
 import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
+import io.taishan.kv.proto.UploadSnapshotRequest;
+import io.taishan.kv.proto.UploadSnapshotResponse;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
@@ -73,9 +75,11 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -108,12 +112,15 @@ import javax.annotation.Nullable;
  *
  * <p>It has every facet of a {@link KvStore}, each being this object: {@link Filters} (each shard's
  * Bloom filter is fetched from its owner as a stream of chunks decoded straight into off-heap
- * memory), {@link Ttl} and {@link Admin}. Callers reach it through {@link KvStores#connect}.
+ * memory), {@link Ttl}, {@link Admin} and {@link Durable} (one call per node in parallel, each
+ * under {@link KvClientConfig#durableCallTimeout()}, never retried: a repeated upload would copy
+ * everything again). Callers reach it through {@link KvStores#connect}.
  *
  * <p>Keys passed to reads are wrapped, not copied: they must not change until the call returns.
  * Thread-safe.
  */
-final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStore.Admin {
+final class GrpcKvStore
+        implements KvStore, KvStore.Filters, KvStore.Ttl, KvStore.Admin, KvStore.Durable {
     private static final HealthRequest HEALTH = HealthRequest.getDefaultInstance();
     private static final long CLOSE_GRACE_MILLIS = 5_000;
 
@@ -195,6 +202,11 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
 
     @Override
     public Optional<Admin> admin() {
+        return Optional.of(this);
+    }
+
+    @Override
+    public Optional<Durable> durable() {
         return Optional.of(this);
     }
 
@@ -426,51 +438,96 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
     @Override
     public List<ShardLease> restoreShards(
             String table, String writer, List<ShardRestore> restores) {
-        return takingShards(table, () -> restoreShardsOnce(table, writer, restores));
+        return takingShards(table, () -> restoreShardsOnce(table, writer, restores, Map.of()))
+                .leases();
     }
 
-    private List<ShardLease> restoreShardsOnce(
-            String table, String writer, List<ShardRestore> restores) {
+    @Override
+    public DurableRestore restoreShards(
+            String table, String writer, List<ShardRestore> restores, List<DurableCut> cuts) {
+        Map<String, DurableCut> byId = new LinkedHashMap<>();
+        for (DurableCut cut : cuts) {
+            byId.put(cut.cutId(), cut);
+        }
+        for (ShardRestore r : restores) {
+            if (r.durableCutId() != null && !byId.containsKey(r.durableCutId())) {
+                throw new IllegalArgumentException(
+                        "shard "
+                                + r.shard()
+                                + " names durable cut "
+                                + r.durableCutId()
+                                + ", which is not among the cuts given");
+            }
+        }
+        return takingShards(table, () -> restoreShardsOnce(table, writer, restores, byId));
+    }
+
+    /**
+     * One RestoreShards per node, in parallel; each node gets the durable cuts its shards name.
+     * With cuts named, under the deadline of calls to checkpoint storage (a node may download).
+     */
+    private DurableRestore restoreShardsOnce(
+            String table,
+            String writer,
+            List<ShardRestore> restores,
+            Map<String, DurableCut> cuts) {
         ensureOpen();
         TableInfo info = router.tableInfo(table);
         Map<KvNode, RestoreShardsRequest.Builder> byNode = new LinkedHashMap<>();
+        Map<KvNode, Set<String>> cutsByNode = new HashMap<>();
         for (ShardRestore r : restores) {
+            KvNode node = router.nodeFor(info, r.shard());
+            io.taishan.kv.proto.ShardRestore.Builder shard =
+                    io.taishan.kv.proto.ShardRestore.newBuilder()
+                            .setShard(r.shard())
+                            .setSourceTable(r.sourceTable())
+                            .setSnapshotId(r.snapshotId());
+            if (r.durableCutId() != null) {
+                shard.setDurableCutId(r.durableCutId());
+                cutsByNode.computeIfAbsent(node, n -> new LinkedHashSet<>()).add(r.durableCutId());
+            }
             byNode.computeIfAbsent(
-                            router.nodeFor(info, r.shard()),
+                            node,
                             n ->
                                     RestoreShardsRequest.newBuilder()
                                             .setTable(table)
                                             .setWriter(writer))
-                    .addShards(
-                            io.taishan.kv.proto.ShardRestore.newBuilder()
-                                    .setShard(r.shard())
-                                    .setSourceTable(r.sourceTable())
-                                    .setSnapshotId(r.snapshotId()));
+                    .addShards(shard);
         }
         List<RestoreShardsRequest> requests = new ArrayList<>(byNode.size());
         List<KvNode> targets = new ArrayList<>(byNode.keySet());
         List<CompletableFuture<RestoreShardsResponse>> pending = new ArrayList<>(byNode.size());
         for (Map.Entry<KvNode, RestoreShardsRequest.Builder> entry : byNode.entrySet()) {
+            Set<String> named = cutsByNode.getOrDefault(entry.getKey(), Set.of());
+            for (String id : named) {
+                entry.getValue().addDurableCuts(ProtoConversions.durableCut(cuts.get(id)));
+            }
             RestoreShardsRequest request = entry.getValue().build();
             requests.add(request);
+            Supplier<String> what =
+                    () -> "RestoreShards(" + table + ", " + request.getShardsCount() + " shards)";
             pending.add(
-                    caller.callAsync(
-                            entry.getKey(),
-                            () ->
-                                    "RestoreShards("
-                                            + table
-                                            + ", "
-                                            + request.getShardsCount()
-                                            + " shards)",
-                            false,
-                            stub -> stub.restoreShards(request)));
+                    named.isEmpty()
+                            ? caller.callAsync(
+                                    entry.getKey(),
+                                    what,
+                                    false,
+                                    stub -> stub.restoreShards(request))
+                            : caller.callAsync(
+                                    entry.getKey(),
+                                    what,
+                                    false,
+                                    caller.durableTimeoutNanos(),
+                                    stub -> stub.restoreShards(request)));
         }
         Map<Integer, ShardLease> byShard = new HashMap<>();
         List<RestoreShardsResponse> responses = awaitAll(pending, table);
+        long downloaded = 0;
         for (int n = 0; n < requests.size(); n++) {
             RestoreShardsRequest request = requests.get(n);
             RestoreShardsResponse response = responses.get(n);
             String node = targets.get(n).name();
+            downloaded += response.getDownloadedBytes();
             for (int i = 0; i < request.getShardsCount(); i++) {
                 int shard = request.getShards(i).getShard();
                 byShard.put(shard, new ShardLease(table, shard, response.getEpochs(i), node));
@@ -480,7 +537,76 @@ final class GrpcKvStore implements KvStore, KvStore.Filters, KvStore.Ttl, KvStor
         for (ShardRestore r : restores) {
             leases.add(byShard.get(r.shard()));
         }
-        return leases;
+        return new DurableRestore(leases, downloaded);
+    }
+
+    @Override
+    public DurableSnapshot uploadSnapshot(
+            String table,
+            long snapshotId,
+            int[] shards,
+            String sharedDir,
+            String exclusiveDir,
+            Set<String> reusablePaths) {
+        ensureOpen();
+        TableInfo info = router.tableInfo(table);
+        Map<KvNode, UploadSnapshotRequest.Builder> byNode = new LinkedHashMap<>();
+        for (int shard : shards) {
+            byNode.computeIfAbsent(
+                            router.nodeFor(info, shard),
+                            n ->
+                                    UploadSnapshotRequest.newBuilder()
+                                            .setTable(table)
+                                            .setSnapshotId(snapshotId)
+                                            .setSharedDir(sharedDir)
+                                            .setExclusiveDir(exclusiveDir)
+                                            .addAllReusablePaths(reusablePaths))
+                    .addShards(shard);
+        }
+        List<CompletableFuture<UploadSnapshotResponse>> pending = new ArrayList<>(byNode.size());
+        for (Map.Entry<KvNode, UploadSnapshotRequest.Builder> entry : byNode.entrySet()) {
+            UploadSnapshotRequest request = entry.getValue().build();
+            pending.add(
+                    caller.callAsync(
+                            entry.getKey(),
+                            () ->
+                                    "UploadSnapshot("
+                                            + table
+                                            + ", snapshot "
+                                            + snapshotId
+                                            + ", "
+                                            + request.getShardsCount()
+                                            + " shards)",
+                            false,
+                            caller.durableTimeoutNanos(),
+                            stub -> stub.uploadSnapshot(request)));
+        }
+        // One node's failure fails the call: the nodes still uploading stop (and delete what they
+        // wrote) rather than finish for nothing.
+        for (CompletableFuture<UploadSnapshotResponse> call : pending) {
+            call.whenComplete(
+                    (r, e) -> {
+                        if (e != null) {
+                            pending.forEach(p -> p.cancel(true));
+                        }
+                    });
+        }
+        List<UploadSnapshotResponse> responses;
+        try {
+            responses = awaitAll(pending, table);
+        } catch (RuntimeException e) {
+            pending.forEach(p -> p.cancel(true));
+            throw e;
+        }
+        List<DurableCut> cuts = new ArrayList<>();
+        long uploaded = 0;
+        for (UploadSnapshotResponse response : responses) {
+            uploaded += response.getUploadedBytes();
+            for (io.taishan.kv.proto.DurableCut cut : response.getCutsList()) {
+                cuts.add(ProtoConversions.durableCut(cut));
+            }
+        }
+        return new DurableSnapshot(cuts, uploaded);
     }
 
     // ---- reads

@@ -29,8 +29,15 @@ public final class KvClientConfig {
     /** More would only cost sockets and event-loop wake-ups. */
     public static final int MAX_READ_CHANNELS = 16;
 
+    /**
+     * Longer than a node's own bound on a transfer ({@code durable.transfer-timeout}, 10 minutes by
+     * default), so that the node's failure, which names the file, ends a slow transfer first.
+     */
+    public static final Duration DEFAULT_DURABLE_CALL_TIMEOUT = Duration.ofMinutes(15);
+
     private final List<String> addresses;
     private final Duration requestTimeout;
+    private final Duration durableCallTimeout;
     private final int maxAttempts;
     private final Duration initialBackoff;
     private final Duration maxBackoff;
@@ -41,6 +48,7 @@ public final class KvClientConfig {
     private KvClientConfig(Builder b) {
         this.addresses = List.copyOf(b.addresses);
         this.requestTimeout = b.requestTimeout;
+        this.durableCallTimeout = b.durableCallTimeout;
         this.maxAttempts = b.maxAttempts;
         this.initialBackoff = b.initialBackoff;
         this.maxBackoff = b.maxBackoff;
@@ -100,6 +108,14 @@ public final class KvClientConfig {
         return requestTimeout;
     }
 
+    /**
+     * The deadline of a call that moves files to or from Flink's checkpoint storage: {@code
+     * UploadSnapshot}, and a {@code RestoreShards} that names durable cuts (it may download).
+     */
+    public Duration durableCallTimeout() {
+        return durableCallTimeout;
+    }
+
     public int maxAttempts() {
         return maxAttempts;
     }
@@ -142,6 +158,7 @@ public final class KvClientConfig {
         return o instanceof KvClientConfig other
                 && addresses.equals(other.addresses)
                 && requestTimeout.equals(other.requestTimeout)
+                && durableCallTimeout.equals(other.durableCallTimeout)
                 && maxAttempts == other.maxAttempts
                 && initialBackoff.equals(other.initialBackoff)
                 && maxBackoff.equals(other.maxBackoff)
@@ -155,6 +172,7 @@ public final class KvClientConfig {
         return Objects.hash(
                 addresses,
                 requestTimeout,
+                durableCallTimeout,
                 maxAttempts,
                 initialBackoff,
                 maxBackoff,
@@ -169,6 +187,8 @@ public final class KvClientConfig {
                 + addresses
                 + ", requestTimeout="
                 + requestTimeout
+                + ", durableCallTimeout="
+                + durableCallTimeout
                 + ", maxAttempts="
                 + maxAttempts
                 + ", backoff="
@@ -184,12 +204,13 @@ public final class KvClientConfig {
     }
 
     /**
-     * Builder with defaults: 10 s deadline, 3 attempts, 50 ms..1 s backoff, {@value
-     * #DEFAULT_READ_CHANNELS} read channels per node.
+     * Builder with defaults: 10 s deadline (15 min for calls to checkpoint storage), 3 attempts, 50
+     * ms..1 s backoff, {@value #DEFAULT_READ_CHANNELS} read channels per node.
      */
     public static final class Builder {
         private final List<String> addresses = new ArrayList<>();
         private Duration requestTimeout = Duration.ofSeconds(10);
+        private Duration durableCallTimeout = DEFAULT_DURABLE_CALL_TIMEOUT;
         private int maxAttempts = 3;
         private Duration initialBackoff = Duration.ofMillis(50);
         private Duration maxBackoff = Duration.ofSeconds(1);
@@ -204,6 +225,15 @@ public final class KvClientConfig {
                 throw new IllegalArgumentException("request timeout must be > 0: " + timeout);
             }
             this.requestTimeout = timeout;
+            return this;
+        }
+
+        /** See {@link KvClientConfig#durableCallTimeout()}. */
+        public Builder durableCallTimeout(Duration timeout) {
+            if (timeout.isNegative() || timeout.isZero()) {
+                throw new IllegalArgumentException("durable call timeout must be > 0: " + timeout);
+            }
+            this.durableCallTimeout = timeout;
             return this;
         }
 

@@ -265,7 +265,10 @@ public interface KvStore extends AutoCloseable {
          * @throws SnapshotNotFoundException if a shard does not hold the snapshot
          * @throws KvException with {@code DURABLE_DISABLED} on a node without {@code
          *     durable.enabled}, {@code STORAGE_ERROR} naming the file and cause when the storage
-         *     failed (nothing partial is reported; what the call wrote is deleted)
+         *     failed (nothing partial is reported: the failed node deleted what it wrote, and the
+         *     calls still running on other nodes are cancelled, so they delete theirs; a node that
+         *     had already answered keeps its copies, referenced by no checkpoint, as the files of a
+         *     TaskManager that fails mid-checkpoint stay)
          */
         DurableSnapshot uploadSnapshot(
                 String table,
@@ -278,7 +281,13 @@ public interface KvStore extends AutoCloseable {
         /**
          * As {@link KvStore#restoreShards}, where a node that does not hold a shard's snapshot
          * fetches the cut the restore names ({@link ShardRestore#durableCutId}) from {@code cuts}.
-         * A snapshot a node holds is taken from its disk: nothing is downloaded then.
+         * A snapshot a node holds is taken from its disk: nothing is downloaded then. Each node is
+         * sent only the cuts its shards name.
+         *
+         * @throws IllegalArgumentException if a restore names a cut that {@code cuts} lacks
+         * @throws KvException with {@code DURABLE_DISABLED} when a node lacks a snapshot and has no
+         *     checkpoint storage, {@code STORAGE_ERROR} naming the copy when one is missing or not
+         *     as recorded (the node's shards are then as they were)
          */
         DurableRestore restoreShards(
                 String table, String writer, List<ShardRestore> restores, List<DurableCut> cuts);

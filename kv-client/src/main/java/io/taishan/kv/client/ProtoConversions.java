@@ -3,8 +3,10 @@ package io.taishan.kv.client;
 import io.taishan.kv.proto.HealthResponse;
 import io.taishan.kv.proto.Limits;
 import io.taishan.kv.protocol.KvLimits;
+import java.util.ArrayList;
+import java.util.List;
 
-/** From wire messages to the client API's records. */
+/** From wire messages to the client API's records, and the few records a request carries back. */
 final class ProtoConversions {
     private ProtoConversions() {}
 
@@ -90,5 +92,39 @@ final class ProtoConversions {
 
     private static int orUnlimited(int limit) {
         return limit > 0 ? limit : Integer.MAX_VALUE;
+    }
+
+    static DurableCut durableCut(io.taishan.kv.proto.DurableCut c) {
+        List<DurableFile> files = new ArrayList<>(c.getFilesCount());
+        for (io.taishan.kv.proto.DurableFile f : c.getFilesList()) {
+            files.add(durableFile(f));
+        }
+        return new DurableCut(
+                c.getCutId(), c.getShardsList(), files, durableFile(c.getMetadataPack()));
+    }
+
+    static io.taishan.kv.proto.DurableCut durableCut(DurableCut c) {
+        io.taishan.kv.proto.DurableCut.Builder b =
+                io.taishan.kv.proto.DurableCut.newBuilder()
+                        .setCutId(c.cutId())
+                        .setMetadataPack(durableFile(c.metadataPack()));
+        // A restore names the cut; which shards an upload asked for means nothing to it.
+        for (DurableFile f : c.files()) {
+            b.addFiles(durableFile(f));
+        }
+        return b.build();
+    }
+
+    private static DurableFile durableFile(io.taishan.kv.proto.DurableFile f) {
+        return new DurableFile(f.getName(), f.getPath(), f.getSizeBytes(), f.getCrc32C());
+    }
+
+    private static io.taishan.kv.proto.DurableFile durableFile(DurableFile f) {
+        return io.taishan.kv.proto.DurableFile.newBuilder()
+                .setName(f.name())
+                .setPath(f.path())
+                .setSizeBytes(f.sizeBytes())
+                .setCrc32C(f.crc32c())
+                .build();
     }
 }

@@ -32,6 +32,7 @@ import java.util.function.Supplier;
  */
 final class RetryingCaller {
     private final long timeoutNanos;
+    private final long durableTimeoutNanos;
     private final int maxAttempts;
     private final long initialBackoffNanos;
     private final long maxBackoffNanos;
@@ -39,6 +40,7 @@ final class RetryingCaller {
 
     RetryingCaller(KvClientConfig config, ScheduledExecutorService scheduler) {
         this.timeoutNanos = config.requestTimeout().toNanos();
+        this.durableTimeoutNanos = config.durableCallTimeout().toNanos();
         this.maxAttempts = config.maxAttempts();
         this.initialBackoffNanos = config.initialBackoff().toNanos();
         this.maxBackoffNanos = Math.max(initialBackoffNanos, config.maxBackoff().toNanos());
@@ -194,8 +196,22 @@ final class RetryingCaller {
             Supplier<String> what,
             boolean idempotent,
             Function<KvServiceFutureStub, ListenableFuture<R>> rpc) {
+        return callAsync(node, what, idempotent, timeoutNanos, rpc);
+    }
+
+    /**
+     * {@link #callAsync} with a deadline of its own (a call that moves files to or from checkpoint
+     * storage takes minutes). Cancelling the returned future cancels the call under way, which the
+     * server then stops.
+     */
+    <R> CompletableFuture<R> callAsync(
+            KvNode node,
+            Supplier<String> what,
+            boolean idempotent,
+            long deadlineNanos,
+            Function<KvServiceFutureStub, ListenableFuture<R>> rpc) {
         CompletableFuture<R> result = new CompletableFuture<>();
-        attemptAsync(node, what, idempotent ? maxAttempts : 1, rpc, 1, result);
+        attemptAsync(node, what, idempotent ? maxAttempts : 1, deadlineNanos, rpc, 1, result);
         return result;
     }
 
@@ -203,16 +219,20 @@ final class RetryingCaller {
             KvNode node,
             Supplier<String> what,
             int allowed,
+            long deadlineNanos,
             Function<KvServiceFutureStub, ListenableFuture<R>> rpc,
             int attempt,
             CompletableFuture<R> result) {
+        if (result.isDone()) {
+            return; // cancelled by the caller while a retry waited
+        }
         ListenableFuture<R> call;
         try {
             call =
                     rpc.apply(
                             node.connections()
                                     .bulkFutureStub()
-                                    .withDeadlineAfter(timeoutNanos, TimeUnit.NANOSECONDS));
+                                    .withDeadlineAfter(deadlineNanos, TimeUnit.NANOSECONDS));
         } catch (RuntimeException e) {
             result.completeExceptionally(
                     GrpcErrors.toKvException(e, node.address(), what.get(), attempt));
@@ -240,7 +260,13 @@ final class RetryingCaller {
                             scheduler.schedule(
                                     () ->
                                             attemptAsync(
-                                                    node, what, allowed, rpc, attempt + 1, result),
+                                                    node,
+                                                    what,
+                                                    allowed,
+                                                    deadlineNanos,
+                                                    rpc,
+                                                    attempt + 1,
+                                                    result),
                                     backoffNanos(attempt),
                                     TimeUnit.NANOSECONDS);
                         } catch (RejectedExecutionException closed) {
@@ -251,10 +277,21 @@ final class RetryingCaller {
                     }
                 },
                 MoreExecutors.directExecutor());
+        result.whenComplete(
+                (r, e) -> {
+                    if (result.isCancelled()) {
+                        call.cancel(true);
+                    }
+                });
     }
 
     long timeoutNanos() {
         return timeoutNanos;
+    }
+
+    /** See {@link KvClientConfig#durableCallTimeout()}. */
+    long durableTimeoutNanos() {
+        return durableTimeoutNanos;
     }
 
     int maxAttempts() {

@@ -64,6 +64,24 @@ class KvClientConfigTest {
                 .hasMessageContaining("read channels");
         assertThatThrownBy(() -> builder.readChannels(KvClientConfig.MAX_READ_CHANNELS + 1))
                 .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> builder.durableCallTimeout(Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("durable call timeout");
+    }
+
+    /**
+     * Calls to checkpoint storage get a deadline of their own, longer than a node's own bound on a
+     * transfer (10 minutes), and two configs that differ in it are two clients.
+     */
+    @Test
+    void durableCallTimeoutDefaultAndSet() {
+        KvClientConfig defaults = KvClientConfig.forAddresses("a:1").build();
+        assertThat(defaults.durableCallTimeout()).isEqualTo(Duration.ofMinutes(15));
+        KvClientConfig longer =
+                KvClientConfig.forAddresses("a:1").durableCallTimeout(Duration.ofHours(1)).build();
+        assertThat(longer.durableCallTimeout()).isEqualTo(Duration.ofHours(1));
+        assertThat(longer).isNotEqualTo(defaults);
+        assertThat(longer.toString()).contains("durableCallTimeout=PT1H");
     }
 
     @Test

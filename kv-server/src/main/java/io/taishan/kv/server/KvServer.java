@@ -18,6 +18,7 @@ import io.taishan.kv.server.security.AuthInterceptor;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.security.ServerTls;
 import io.taishan.kv.server.security.TokenStore;
+import io.taishan.kv.server.storage.DurableSnapshots;
 import io.taishan.kv.server.storage.ExpirySweeper;
 import io.taishan.kv.server.storage.StorageEngine;
 import io.taishan.kv.server.storage.StorageStartupException;
@@ -203,7 +204,8 @@ public final class KvServer implements AutoCloseable {
                         config.limits(),
                         version(),
                         calls,
-                        largeValueBudget(config));
+                        largeValueBudget(config),
+                        new DurableSnapshots(storage, durable, me.name() + " (" + self + ")"));
         // The last interceptor runs first: metrics see every call, also those auth refuses.
         List<ServerInterceptor> interceptors = new ArrayList<>();
         if (tokens != null) {

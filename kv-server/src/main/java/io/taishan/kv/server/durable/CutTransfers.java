@@ -1,6 +1,9 @@
 package io.taishan.kv.server.durable;
 
+import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -104,6 +107,32 @@ public final class CutTransfers implements AutoCloseable {
                     TransferStats.Direction.DOWNLOAD);
         }
         return run(CutDownload.create(request, attempts, stats));
+    }
+
+    /**
+     * Deletes the objects a successful upload wrote (its uploaded files and its pack, never a
+     * reused copy), for a caller whose call failed as a whole after this upload succeeded, so that
+     * nothing of it was reported and nothing can reference them. Blocks; a delete that fails is
+     * logged (the object then stays, referenced by no checkpoint).
+     */
+    public void discard(UploadResult result) {
+        List<String> written = new ArrayList<>();
+        result.uploaded().forEach(file -> written.add(file.remote().path()));
+        if (result.metadataPack() != null) {
+            written.add(result.metadataPack().path());
+        }
+        for (String path : written) {
+            try {
+                org.apache.flink.core.fs.Path object = new org.apache.flink.core.fs.Path(path);
+                object.getFileSystem().delete(object, false);
+            } catch (IOException | RuntimeException e) {
+                LOG.warn(
+                        "Could not delete {}, written by an upload whose call failed (it stays,"
+                                + " referenced by no checkpoint): {}",
+                        path,
+                        e.toString());
+            }
+        }
     }
 
     /** Whether a directory is the staging directory of a download its process did not finish. */

@@ -12,9 +12,10 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -36,30 +37,42 @@ import java.util.zip.CRC32C;
  * A store forked from a cut links the cut's files under the same names and has the same bytes, so
  * its first sidecar is the cut's {@link #forStore re-keyed} to the fork's id.
  *
+ * <p>A file may have several copies: a cut uploaded again without reuse (a savepoint, or the full
+ * checkpoint after a restore) gets new ones, and which of them the next checkpoint may reference is
+ * the caller's to say: after a savepoint, still the earlier checkpoint's; after a full checkpoint,
+ * the new ones. So a record {@link #after} an earlier one keeps both, newest first, at most {@value
+ * #COPIES_KEPT} per file (copies older than that belong to checkpoints Flink has long subsumed).
+ *
  * <p>On disk ({@value #FILE_NAME}, written to a temporary name, fsynced and renamed): magic {@code
- * TSDO}, version 1, the store id, the count, then per file its name, remote path, size and CRC32C
- * ({@code DataOutputStream} encoding), and the CRC32C of all that.
+ * TSDO}, version 2, the store id, the count, then per file its name, the number of its copies and
+ * per copy its remote path, size and CRC32C ({@code DataOutputStream} encoding), and the CRC32C of
+ * all that. Version 1 (one copy per file, no count) still reads.
  */
 public final class FileOrigins {
     /** Not a RocksDB file name: RocksDB neither reads nor deletes it. */
     public static final String FILE_NAME = "TAISHAN-DURABLE-ORIGINS";
 
+    /** Copies kept per file by {@link #after}. */
+    public static final int COPIES_KEPT = 3;
+
     private static final int MAGIC = 0x5453444F; // "TSDO"
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
 
     private final String storeId;
-    private final Map<String, RemoteFile> byFileName;
 
-    private FileOrigins(String storeId, Map<String, RemoteFile> byFileName) {
+    /** Per local file name its copies, newest first, never empty. */
+    private final Map<String, List<RemoteFile>> byFileName;
+
+    private FileOrigins(String storeId, Map<String, List<RemoteFile>> byFileName) {
         this.storeId = Objects.requireNonNull(storeId, "storeId");
         this.byFileName = byFileName;
     }
 
     /** The copies of {@code files} of store {@code storeId}. */
     public static FileOrigins of(String storeId, Collection<CutFile> files) {
-        Map<String, RemoteFile> map = new LinkedHashMap<>();
+        Map<String, List<RemoteFile>> map = new LinkedHashMap<>();
         for (CutFile file : files) {
-            map.put(file.fileName(), file.remote());
+            map.put(file.fileName(), List.of(file.remote()));
         }
         return new FileOrigins(storeId, map);
     }
@@ -69,25 +82,59 @@ public final class FileOrigins {
         return new FileOrigins(forkStoreId, byFileName);
     }
 
+    /**
+     * These copies, then those {@code earlier} recorded for the same files of the same store, at
+     * most {@value #COPIES_KEPT} per file, newest first (see the class doc). Files this record does
+     * not name are not taken over; an earlier record of another store is ignored.
+     */
+    public FileOrigins after(FileOrigins earlier) {
+        if (!earlier.storeId.equals(storeId)) {
+            return this;
+        }
+        Map<String, List<RemoteFile>> map = new LinkedHashMap<>();
+        byFileName.forEach(
+                (name, copies) -> {
+                    List<RemoteFile> merged = new ArrayList<>(copies);
+                    for (RemoteFile old : earlier.byFileName.getOrDefault(name, List.of())) {
+                        if (merged.size() < COPIES_KEPT && !merged.contains(old)) {
+                            merged.add(old);
+                        }
+                    }
+                    map.put(name, List.copyOf(merged));
+                });
+        return new FileOrigins(storeId, map);
+    }
+
     public String storeId() {
         return storeId;
     }
 
-    /** Local file name to its copy. */
+    /** Local file name to its newest copy. */
     public Map<String, RemoteFile> byFileName() {
-        return Collections.unmodifiableMap(byFileName);
+        Map<String, RemoteFile> newest = new LinkedHashMap<>();
+        byFileName.forEach((name, copies) -> newest.put(name, copies.get(0)));
+        return newest;
+    }
+
+    /** Local file name to every copy kept, newest first. */
+    public Map<String, List<RemoteFile>> copiesByFileName() {
+        return Map.copyOf(byFileName);
     }
 
     /**
-     * The copies an upload may reference ({@link UploadRequest#reusable()}): those whose remote
-     * path {@code allowed} accepts (the files of the last checkpoint Flink confirmed).
+     * The copies an upload may reference ({@link UploadRequest#reusable()}): per file the newest
+     * copy whose remote path {@code allowed} accepts (the files of the last checkpoint Flink
+     * confirmed).
      */
     public Map<FileIdentity, RemoteFile> reusable(Predicate<String> allowed) {
         Map<FileIdentity, RemoteFile> map = new LinkedHashMap<>();
         byFileName.forEach(
-                (name, remote) -> {
-                    if (allowed.test(remote.path())) {
-                        map.put(new FileIdentity(storeId, name, remote.sizeBytes()), remote);
+                (name, copies) -> {
+                    for (RemoteFile remote : copies) {
+                        if (allowed.test(remote.path())) {
+                            map.put(new FileIdentity(storeId, name, remote.sizeBytes()), remote);
+                            return;
+                        }
                     }
                 });
         return map;
@@ -142,15 +189,24 @@ public final class FileOrigins {
             }
             DataInputStream in =
                     new DataInputStream(new ByteArrayInputStream(bytes, 0, bytes.length - 4));
-            if (in.readInt() != MAGIC || in.readInt() != VERSION) {
+            int version = in.readInt() == MAGIC ? in.readInt() : -1;
+            if (version != 1 && version != VERSION) {
                 throw new IOException("not a file origins record");
             }
             String storeId = in.readUTF();
             int count = in.readInt();
-            Map<String, RemoteFile> map = new LinkedHashMap<>();
+            Map<String, List<RemoteFile>> map = new LinkedHashMap<>();
             for (int i = 0; i < count; i++) {
                 String name = in.readUTF();
-                map.put(name, new RemoteFile(in.readUTF(), in.readLong(), in.readInt()));
+                int copies = version == 1 ? 1 : in.readInt();
+                if (copies < 1 || copies > COPIES_KEPT) {
+                    throw new IOException("bad copy count " + copies + " of " + name);
+                }
+                List<RemoteFile> list = new ArrayList<>(copies);
+                for (int c = 0; c < copies; c++) {
+                    list.add(new RemoteFile(in.readUTF(), in.readLong(), in.readInt()));
+                }
+                map.put(name, List.copyOf(list));
             }
             return Optional.of(new FileOrigins(storeId, map));
         } catch (IOException | IllegalArgumentException e) {
@@ -165,11 +221,14 @@ public final class FileOrigins {
             out.writeInt(VERSION);
             out.writeUTF(storeId);
             out.writeInt(byFileName.size());
-            for (Map.Entry<String, RemoteFile> e : byFileName.entrySet()) {
+            for (Map.Entry<String, List<RemoteFile>> e : byFileName.entrySet()) {
                 out.writeUTF(e.getKey());
-                out.writeUTF(e.getValue().path());
-                out.writeLong(e.getValue().sizeBytes());
-                out.writeInt(e.getValue().crc32c());
+                out.writeInt(e.getValue().size());
+                for (RemoteFile copy : e.getValue()) {
+                    out.writeUTF(copy.path());
+                    out.writeLong(copy.sizeBytes());
+                    out.writeInt(copy.crc32c());
+                }
             }
             CRC32C crc = new CRC32C();
             crc.update(bytes.toByteArray());

@@ -58,8 +58,11 @@
  * in the last checkpoint Flink confirmed ({@code notifyCheckpointComplete}), none for a full
  * checkpoint or a savepoint, because the JobManager deletes the files of checkpoints it subsumed or
  * aborted. The node keeps, beside each cut, where its files' copies are ({@link
- * io.taishan.kv.server.durable.FileOrigins}, written from the upload's or the download's result);
- * the caller filters them by the paths the backend allows.
+ * io.taishan.kv.server.durable.FileOrigins}, written from the upload's or the download's result,
+ * the last few copies of each file); the caller filters them by the paths the backend allows. The
+ * caller here is the storage's {@code DurableSnapshots} (UploadSnapshot, and RestoreShards of a
+ * snapshot the node lacks), which also decides what a file's store id is: the lineage of the
+ * RocksDB instance it came from.
  *
  * <h2>Failures</h2>
  *

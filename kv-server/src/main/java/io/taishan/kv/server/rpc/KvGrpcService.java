@@ -53,12 +53,15 @@ import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ScanResponse;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.proto.UploadSnapshotRequest;
+import io.taishan.kv.proto.UploadSnapshotResponse;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.UploadValueResponse;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.proto.WriteResponse;
 import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.rpc.stream.LargeValueBudget;
+import io.taishan.kv.server.storage.DurableSnapshots;
 import io.taishan.kv.server.storage.StorageEngine;
 
 /**
@@ -76,7 +79,7 @@ import io.taishan.kv.server.storage.StorageEngine;
  *       wait), Scan, MultiScan, Write</td></tr>
  *   <tr><td>{@link StreamRpcs}</td><td>ReadValue, UploadValue, FetchFilter, FetchFilters</td></tr>
  *   <tr><td>{@link SnapshotRpcs}</td><td>Snapshot, Restore, RestoreShards, Clone, ListSnapshots,
- *       DropSnapshot, DropShardSnapshots, DropSnapshotsBelow</td></tr>
+ *       DropSnapshot, DropShardSnapshots, DropSnapshotsBelow, UploadSnapshot</td></tr>
  *   <tr><td>{@link ExpiryRpcs}</td><td>RegisterTtlStates, ReportTtlTime</td></tr>
  * </table>
  */
@@ -95,6 +98,7 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
      *     on its pool
      * @param largeValueMemoryBytes the heap values moving in chunks may hold at once (see {@link
      *     LargeValueBudget})
+     * @param durable snapshots to and from checkpoint storage
      */
     public KvGrpcService(
             StorageEngine storage,
@@ -102,7 +106,8 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
             KvLimits limits,
             String version,
             CallExecutors calls,
-            long largeValueMemoryBytes) {
+            long largeValueMemoryBytes,
+            DurableSnapshots durable) {
         RequestLimits requestLimits = new RequestLimits(limits);
         RequestTargets targets = new RequestTargets(storage, ownership);
         this.responder = new Responder(ownership, calls.pool());
@@ -111,7 +116,7 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
         this.data = new DataRpcs(targets, requestLimits, largeValues, writeStats);
         this.streams =
                 new StreamRpcs(storage, ownership, targets, requestLimits, largeValues, responder);
-        this.snapshots = new SnapshotRpcs(targets, ownership, writeStats);
+        this.snapshots = new SnapshotRpcs(targets, ownership, writeStats, durable, calls.pool());
         this.expiry = new ExpiryRpcs(targets);
     }
 
@@ -258,7 +263,19 @@ public final class KvGrpcService extends KvServiceGrpc.KvServiceImplBase {
     @Override
     public void restoreShards(
             RestoreShardsRequest request, StreamObserver<RestoreShardsResponse> response) {
-        responder.respond(response, "RestoreShards", () -> snapshots.restoreShards(request));
+        responder.respondLater(
+                (ServerCallStreamObserver<RestoreShardsResponse>) response,
+                "RestoreShards",
+                () -> snapshots.restoreShards(request));
+    }
+
+    @Override
+    public void uploadSnapshot(
+            UploadSnapshotRequest request, StreamObserver<UploadSnapshotResponse> response) {
+        responder.respondLater(
+                (ServerCallStreamObserver<UploadSnapshotResponse>) response,
+                "UploadSnapshot",
+                () -> snapshots.uploadSnapshot(request));
     }
 
     @Override

@@ -1,17 +1,28 @@
 package io.taishan.kv.server.rpc;
 
+import io.taishan.kv.proto.DurableCut;
+import io.taishan.kv.proto.DurableFile;
 import io.taishan.kv.proto.FilterState;
 import io.taishan.kv.proto.Limits;
 import io.taishan.kv.proto.SnapshotInfo;
 import io.taishan.kv.proto.TableInfo;
 import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
+import io.taishan.kv.proto.UploadSnapshotResponse;
 import io.taishan.kv.protocol.KvLimits;
+import io.taishan.kv.server.durable.CutFile;
+import io.taishan.kv.server.durable.RemoteFile;
+import io.taishan.kv.server.durable.UploadResult;
+import io.taishan.kv.server.storage.DurableSnapshots;
 import io.taishan.kv.server.storage.FilterStatus;
 import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.SnapshotMeta;
 import io.taishan.kv.server.storage.StateTtl;
 import io.taishan.kv.server.storage.TableMeta;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /** The storage's types as messages and back. */
 final class Protos {
@@ -111,5 +122,67 @@ final class Protos {
             throw KvServerException.invalid(
                     "RegisterTtlStates of table '" + table + "': " + e.getMessage());
         }
+    }
+
+    static UploadSnapshotResponse uploaded(DurableSnapshots.UploadedSnapshot snapshot) {
+        UploadSnapshotResponse.Builder b =
+                UploadSnapshotResponse.newBuilder().setUploadedBytes(snapshot.uploadedBytes());
+        for (DurableSnapshots.UploadedCut cut : snapshot.cuts()) {
+            UploadResult copies = cut.copies();
+            DurableCut.Builder c =
+                    DurableCut.newBuilder()
+                            .setCutId(cut.durableId())
+                            .addAllShards(cut.shards())
+                            .setMetadataPack(file("", copies.metadataPack()));
+            for (CutFile f : copies.dataFiles()) {
+                c.addFiles(file(f.fileName(), f.remote()));
+            }
+            b.addCuts(c);
+        }
+        return b.build();
+    }
+
+    private static DurableFile file(String name, RemoteFile remote) {
+        return DurableFile.newBuilder()
+                .setName(name)
+                .setPath(remote.path())
+                .setSizeBytes(remote.sizeBytes())
+                .setCrc32C(remote.crc32c())
+                .build();
+    }
+
+    /**
+     * A request's durable cuts by id.
+     *
+     * @throws KvServerException INVALID_ARGUMENT for a cut named twice, without a metadata pack, or
+     *     with a file name that would leave its directory
+     */
+    static Map<String, DurableSnapshots.CutCopy> cutCopies(List<DurableCut> cuts) {
+        Map<String, DurableSnapshots.CutCopy> byId = new LinkedHashMap<>();
+        for (DurableCut cut : cuts) {
+            String where = "durable cut '" + cut.getCutId() + "'";
+            if (!cut.hasMetadataPack()) {
+                throw KvServerException.invalid(where + " has no metadata pack");
+            }
+            try {
+                List<CutFile> files = new ArrayList<>(cut.getFilesCount());
+                for (DurableFile f : cut.getFilesList()) {
+                    files.add(new CutFile(f.getName(), remote(f)));
+                }
+                DurableSnapshots.CutCopy copy =
+                        new DurableSnapshots.CutCopy(
+                                cut.getCutId(), files, remote(cut.getMetadataPack()));
+                if (byId.put(cut.getCutId(), copy) != null) {
+                    throw KvServerException.invalid(where + " is named twice");
+                }
+            } catch (IllegalArgumentException e) {
+                throw KvServerException.invalid(where + ": " + e.getMessage());
+            }
+        }
+        return byId;
+    }
+
+    private static RemoteFile remote(DurableFile f) {
+        return new RemoteFile(f.getPath(), f.getSizeBytes(), f.getCrc32C());
     }
 }

@@ -1,10 +1,15 @@
 package io.taishan.kv.server.rpc;
 
+import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.StreamObserver;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.server.storage.KvServerException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import javax.annotation.Nullable;
 import org.slf4j.Logger;
@@ -29,6 +34,16 @@ public final class Responder {
          */
         @Nullable
         T run(boolean inline);
+    }
+
+    /**
+     * A call that goes on after its handler returned (a transfer to checkpoint storage, minutes
+     * long, on threads of its own): its answer, and how to stop it when the client cancels.
+     */
+    record LongCall<T>(CompletableFuture<T> result, Runnable cancel) {
+        static <T> LongCall<T> done(T value) {
+            return new LongCall<>(CompletableFuture.completedFuture(value), () -> {});
+        }
     }
 
     private final ShardOwnership ownership;
@@ -93,6 +108,63 @@ public final class Responder {
         } catch (RejectedExecutionException e) {
             observer.onError(ErrorStatus.of(KvServerException.shuttingDown()));
         }
+    }
+
+    /**
+     * Starts {@code call} here and answers once its result completes, on the thread that completes
+     * it, holding no thread meanwhile. A client that cancels (or whose deadline passes) stops it;
+     * it is then answered no more. Refused while shutting down.
+     */
+    <T> void respondLater(
+            ServerCallStreamObserver<T> observer, String method, Supplier<LongCall<T>> call) {
+        AtomicBoolean cancelled = new AtomicBoolean();
+        AtomicReference<Runnable> stop = new AtomicReference<>();
+        // Set before the handler returns, as gRPC requires; the call may not exist yet.
+        observer.setOnCancelHandler(
+                () -> {
+                    cancelled.set(true);
+                    Runnable s = stop.get();
+                    if (s != null) {
+                        s.run();
+                    }
+                });
+        LongCall<T> started;
+        try {
+            checkServing();
+            started = call.get();
+        } catch (RuntimeException e) {
+            fail(observer, method, e);
+            return;
+        }
+        stop.set(started.cancel());
+        if (cancelled.get()) {
+            started.cancel().run();
+        }
+        started.result()
+                .whenComplete(
+                        (result, failure) -> {
+                            if (cancelled.get()) {
+                                return; // nobody to answer
+                            }
+                            try {
+                                if (failure != null) {
+                                    fail(observer, method, unwrap(failure));
+                                } else {
+                                    observer.onNext(result);
+                                    observer.onCompleted();
+                                }
+                            } catch (RuntimeException e) {
+                                // Cancelled between the check and the answer.
+                                LOG.debug("{} ended before its answer: {}", method, e.toString());
+                            }
+                        });
+    }
+
+    private static RuntimeException unwrap(Throwable failure) {
+        Throwable cause = failure instanceof CompletionException ? failure.getCause() : failure;
+        return cause instanceof RuntimeException runtime
+                ? runtime
+                : new IllegalStateException(String.valueOf(cause), cause);
     }
 
     private <T> void respond(

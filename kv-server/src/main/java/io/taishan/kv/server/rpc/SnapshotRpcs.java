@@ -19,30 +19,58 @@ import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardRestore;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
+import io.taishan.kv.proto.UploadSnapshotRequest;
+import io.taishan.kv.proto.UploadSnapshotResponse;
+import io.taishan.kv.server.rpc.Responder.LongCall;
+import io.taishan.kv.server.storage.DurableSnapshots;
 import io.taishan.kv.server.storage.KvServerException;
 import io.taishan.kv.server.storage.Shard;
 import io.taishan.kv.server.storage.SnapshotMeta;
+import io.taishan.kv.server.storage.TableMeta;
 import io.taishan.kv.server.storage.TableStore;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 
 /**
- * Shard snapshots and what is made from them: Snapshot, Restore, RestoreShards, Clone, and the
- * listings and drops of snapshots. How a snapshot is cut and a shard restored is the storage's
- * ({@link TableStore}).
+ * Shard snapshots and what is made from them: Snapshot, Restore, RestoreShards, Clone, the listings
+ * and drops of snapshots, and UploadSnapshot. How a snapshot is cut and a shard restored is the
+ * storage's ({@link TableStore}); how a snapshot is copied to and fetched from checkpoint storage
+ * too ({@link DurableSnapshots}). UploadSnapshot, and a RestoreShards that downloads, go on after
+ * their handler returned, on the transfer threads, and finish on {@code pool}.
  */
 final class SnapshotRpcs {
     private final RequestTargets targets;
     private final ShardOwnership ownership;
     private final WriteStats writeStats;
+    private final DurableSnapshots durable;
+    private final Executor pool;
 
-    SnapshotRpcs(RequestTargets targets, ShardOwnership ownership, WriteStats writeStats) {
+    SnapshotRpcs(
+            RequestTargets targets,
+            ShardOwnership ownership,
+            WriteStats writeStats,
+            DurableSnapshots durable,
+            Executor pool) {
         this.targets = targets;
         this.ownership = ownership;
         this.writeStats = writeStats;
+        this.durable = durable;
+        // The end of a transfer that finishes while the node shuts down (the pool no longer takes
+        // work) still releases its cuts and deletes what a failed upload wrote.
+        this.pool =
+                command -> {
+                    try {
+                        pool.execute(command);
+                    } catch (RejectedExecutionException e) {
+                        command.run();
+                    }
+                };
     }
 
     SnapshotResponse snapshot(SnapshotRequest request) {
@@ -76,17 +104,49 @@ final class SnapshotRpcs {
         return RestoreResponse.newBuilder().setEpoch(epoch).build();
     }
 
-    RestoreShardsResponse restoreShards(RestoreShardsRequest request) {
+    /**
+     * Restores the shards from snapshots on this node; first, where a shard names a durable cut of
+     * a snapshot this node lacks, fetches it from checkpoint storage.
+     */
+    LongCall<RestoreShardsResponse> restoreShards(RestoreShardsRequest request) {
         TableStore table = targets.table(request.getTable());
-        Map<String, TableStore> sources = new HashMap<>();
-        List<TableStore.Restore> restores = new ArrayList<>(request.getShardsCount());
+        List<DurableSnapshots.ShardFetch> fetches = new ArrayList<>();
+        boolean namesDurableCuts = false;
         for (ShardRestore r : request.getShardsList()) {
             Shard shard = targets.ownedShard(table, r.getShard());
             RequestTargets.checkSnapshotId(r.getSnapshotId(), "RestoreShards of " + shard);
+            String source = sourceName(table, r);
+            TableMeta.checkName(source);
+            namesDurableCuts |= !r.getDurableCutId().isEmpty();
+            fetches.add(
+                    new DurableSnapshots.ShardFetch(
+                            r.getShard(), source, r.getSnapshotId(), r.getDurableCutId()));
+        }
+        if (!namesDurableCuts) {
+            return LongCall.done(restoreHeld(table, request, 0));
+        }
+        DurableSnapshots.Call<Long> fetch =
+                durable.fetchMissing(
+                        table.shardCount(),
+                        fetches,
+                        Protos.cutCopies(request.getDurableCutsList()),
+                        pool);
+        return new LongCall<>(
+                fetch.result().thenApplyAsync(bytes -> restoreHeld(table, request, bytes), pool),
+                fetch.cancel());
+    }
+
+    /** The restore once this node holds every snapshot it names. */
+    private RestoreShardsResponse restoreHeld(
+            TableStore table, RestoreShardsRequest request, long downloadedBytes) {
+        Map<String, TableStore> sources = new HashMap<>();
+        List<TableStore.Restore> restores = new ArrayList<>(request.getShardsCount());
+        for (ShardRestore r : request.getShardsList()) {
+            String name = sourceName(table, r);
             TableStore source =
-                    r.getSourceTable().isEmpty() || r.getSourceTable().equals(table.name())
+                    name.equals(table.name())
                             ? table
-                            : sources.computeIfAbsent(r.getSourceTable(), targets::table);
+                            : sources.computeIfAbsent(name, targets::table);
             restores.add(new TableStore.Restore(r.getShard(), source, r.getSnapshotId()));
         }
         long[] epochs;
@@ -99,11 +159,46 @@ final class SnapshotRpcs {
             }
             throw explainMissing(e, asked);
         }
-        RestoreShardsResponse.Builder b = RestoreShardsResponse.newBuilder();
+        RestoreShardsResponse.Builder b =
+                RestoreShardsResponse.newBuilder().setDownloadedBytes(downloadedBytes);
         for (long e : epochs) {
             b.addEpochs(e);
         }
         return b.build();
+    }
+
+    private static String sourceName(TableStore table, ShardRestore r) {
+        return r.getSourceTable().isEmpty() ? table.name() : r.getSourceTable();
+    }
+
+    /** Copies the cuts holding the snapshot of the named shards into checkpoint storage. */
+    LongCall<UploadSnapshotResponse> uploadSnapshot(UploadSnapshotRequest request) {
+        TableStore table = targets.table(request.getTable());
+        String where = "UploadSnapshot of table '" + table.name() + "'";
+        RequestTargets.checkSnapshotId(request.getSnapshotId(), where);
+        if (request.getSharedDir().isBlank() || request.getExclusiveDir().isBlank()) {
+            throw KvServerException.invalid(where + ": shared_dir and exclusive_dir are required");
+        }
+        int[] shards = new int[request.getShardsCount()];
+        BitSet seen = new BitSet();
+        for (int i = 0; i < shards.length; i++) {
+            int shard = targets.ownedShard(table, request.getShards(i)).shard();
+            if (seen.get(shard)) {
+                throw KvServerException.invalid(where + ": shard " + shard + " named twice");
+            }
+            seen.set(shard);
+            shards[i] = shard;
+        }
+        DurableSnapshots.Call<DurableSnapshots.UploadedSnapshot> upload =
+                durable.upload(
+                        table,
+                        request.getSnapshotId(),
+                        shards,
+                        request.getSharedDir(),
+                        request.getExclusiveDir(),
+                        Set.copyOf(request.getReusablePathsList()),
+                        pool);
+        return new LongCall<>(upload.result().thenApply(Protos::uploaded), upload.cancel());
     }
 
     CloneResponse clone(CloneRequest request) {

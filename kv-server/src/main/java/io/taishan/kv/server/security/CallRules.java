@@ -24,6 +24,7 @@ import io.taishan.kv.proto.RestoreShardsRequest;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ShardRestore;
 import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.UploadSnapshotRequest;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.WriteRequest;
 import java.util.HashMap;
@@ -96,6 +97,8 @@ final class CallRules {
                 r -> List.of(r.getSourceTable(), r.getTargetTable()));
         tables(KvServiceGrpc.getRestoreShardsMethod(), CallRules::tablesOfRestore);
         table(KvServiceGrpc.getListSnapshotsMethod(), ListSnapshotsRequest::getTable);
+        // The node writes the copies with its own credentials, wherever the request says.
+        table(KvServiceGrpc.getUploadSnapshotMethod(), UploadSnapshotRequest::getTable);
         table(KvServiceGrpc.getDropShardSnapshotsMethod(), DropShardSnapshotsRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotMethod(), DropSnapshotRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotsBelowMethod(), DropSnapshotsBelowRequest::getTable);

@@ -1,5 +1,6 @@
 package io.taishan.kv.server.storage;
 
+import io.taishan.kv.server.durable.FileOrigins;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.StringWriter;
@@ -9,7 +10,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Properties;
+import java.util.UUID;
 import java.util.concurrent.locks.ReentrantLock;
 import javax.annotation.Nullable;
 import org.rocksdb.RocksDBException;
@@ -31,6 +34,12 @@ import org.slf4j.LoggerFactory;
  * #deleteGarbage}); a shard that joins a store empty has its range cleared durably first, so
  * garbage can never show through, whether or not its removal was durable.
  *
+ * <p>Lineage: a random UUID given to a store when it is made, empty or forked, and never to another
+ * ({@link #lineage}). RocksDB names a store's files by a counter of its own, and a fork continues
+ * its cut's counter while the store it came from goes on with other bytes under the same names: so
+ * "the same file" is (lineage, name), not (store id, name), store ids being reused within a table
+ * once their store is gone. What an upload may reuse is keyed by it ({@code durable.FileIdentity}).
+ *
  * <p>Locking: {@link #writerLock} orders writes, cuts and garbage removal (a cut must see every
  * write before its markers and none after); the instance is opened lazily under any lock of the
  * table (and a monitor of its own, taken after the writer lock, never before it) and closed only
@@ -46,6 +55,7 @@ final class RangeStore {
     private final TableStore table;
     private final int id;
     private final String writer;
+    private final String lineage;
     private final long createdAtMillis;
     private final Path dir;
     private final Path liveDir;
@@ -66,10 +76,17 @@ final class RangeStore {
 
     private volatile long lastAccessNanos = System.nanoTime();
 
-    private RangeStore(TableStore table, int id, String writer, long createdAtMillis, Path dir) {
+    private RangeStore(
+            TableStore table,
+            int id,
+            String writer,
+            String lineage,
+            long createdAtMillis,
+            Path dir) {
         this.table = table;
         this.id = id;
         this.writer = writer;
+        this.lineage = lineage;
         this.createdAtMillis = createdAtMillis;
         this.dir = dir;
         this.liveDir = dir.resolve("live");
@@ -80,14 +97,18 @@ final class RangeStore {
             throws IOException {
         Path staging = Files.createTempDirectory(tmpDir, "store-");
         long now = System.currentTimeMillis();
-        DurableFiles.writeAtomically(staging.resolve(META_FILE), meta(id, writer, now, -1));
+        String lineage = newLineage();
+        DurableFiles.writeAtomically(
+                staging.resolve(META_FILE), meta(id, writer, lineage, now, -1));
         DurableFiles.moveAtomically(staging, dir);
-        return new RangeStore(table, id, writer, now, dir);
+        return new RangeStore(table, id, writer, lineage, now, dir);
     }
 
     /**
      * A store forked from a cut: its live directory holds hard links to the cut's files (RocksDB's
-     * small mutable files are copied, so the cut never changes under it). Fails before anything is
+     * small mutable files are copied, so the cut never changes under it). Where the cut's files
+     * have copies in checkpoint storage, the fork's first record of them is the cut's, re-keyed to
+     * the fork's lineage: its first checkpoint holds those same files. Fails before anything is
      * visible under {@code dir}.
      */
     static RangeStore fork(
@@ -99,35 +120,69 @@ final class RangeStore {
             DurableFiles.linkFiles(
                     cutDir, live, false, n -> n.startsWith("TAISHAN-") || n.endsWith(".tmp"));
             long now = System.currentTimeMillis();
-            DurableFiles.writeAtomically(staging.resolve(META_FILE), meta(id, writer, now, cutId));
+            String lineage = newLineage();
+            inheritOrigins(cutDir, staging, lineage);
+            DurableFiles.writeAtomically(
+                    staging.resolve(META_FILE), meta(id, writer, lineage, now, cutId));
             DurableFiles.fsync(staging);
             DurableFiles.moveAtomically(staging, dir);
-            return new RangeStore(table, id, writer, now, dir);
+            return new RangeStore(table, id, writer, lineage, now, dir);
         } catch (IOException | RuntimeException e) {
             DurableFiles.deleteTree(staging);
             throw e;
         }
     }
 
+    /**
+     * A store from its record. One written before lineages existed gets one now (recorded before it
+     * is used), so its files' copies are told apart from those of every other store from here on.
+     */
     static RangeStore load(TableStore table, Path dir) throws IOException {
         Properties p = new Properties();
         p.load(new StringReader(Files.readString(dir.resolve(META_FILE))));
         try {
-            return new RangeStore(
-                    table,
-                    Integer.parseInt(p.getProperty("id")),
-                    p.getProperty("writer", ""),
-                    Long.parseLong(p.getProperty("created.at.millis")),
-                    dir);
+            int id = Integer.parseInt(p.getProperty("id"));
+            String writer = p.getProperty("writer", "");
+            long created = Long.parseLong(p.getProperty("created.at.millis"));
+            String lineage = p.getProperty("lineage");
+            if (lineage == null) {
+                lineage = newLineage();
+                long forkedFrom = Long.parseLong(p.getProperty("forked.from.cut", "-1"));
+                DurableFiles.writeAtomically(
+                        dir.resolve(META_FILE), meta(id, writer, lineage, created, forkedFrom));
+            }
+            return new RangeStore(table, id, writer, lineage, created, dir);
         } catch (RuntimeException e) {
             throw new IOException("corrupt store record in " + dir + ": " + e, e);
         }
     }
 
-    private static byte[] meta(int id, String writer, long createdAtMillis, long forkedFromCut) {
+    private static String newLineage() {
+        return UUID.randomUUID().toString();
+    }
+
+    /**
+     * Writes the cut's record of copies, re-keyed to the fork, beside the fork's live directory.
+     * Without it the fork's first upload copies every file again: slower, never wrong, so a record
+     * that does not read is skipped.
+     */
+    private static void inheritOrigins(Path cutDir, Path forkDir, String forkLineage) {
+        try {
+            Optional<FileOrigins> origins = FileOrigins.readFrom(cutDir);
+            if (origins.isPresent()) {
+                origins.get().forStore(forkLineage).writeTo(forkDir);
+            }
+        } catch (IOException e) {
+            LOG.warn("The copies recorded in {} do not read, not reused: {}", cutDir, e.toString());
+        }
+    }
+
+    private static byte[] meta(
+            int id, String writer, String lineage, long createdAtMillis, long forkedFromCut) {
         Properties p = new Properties();
         p.setProperty("id", Integer.toString(id));
         p.setProperty("writer", writer);
+        p.setProperty("lineage", lineage);
         p.setProperty("created.at.millis", Long.toString(createdAtMillis));
         if (forkedFromCut >= 0) {
             p.setProperty("forked.from.cut", Long.toString(forkedFromCut));
@@ -151,6 +206,11 @@ final class RangeStore {
 
     String writer() {
         return writer;
+    }
+
+    /** The lineage of the store's files, unique on the node for ever (see the class doc). */
+    String lineage() {
+        return lineage;
     }
 
     Path dir() {
@@ -412,7 +472,8 @@ final class RangeStore {
                             System.currentTimeMillis(),
                             size,
                             files.size(),
-                            holders.build());
+                            holders.build(),
+                            lineage);
             DurableFiles.writeAtomically(staging.resolve(StoreCut.FILE_NAME), cut.toBytes());
             DurableFiles.fsyncFilesAndDir(staging);
             DurableFiles.moveAtomically(staging, catalog.cutDir(cutId));

@@ -1,5 +1,6 @@
 package io.taishan.kv.server.storage;
 
+import io.taishan.kv.server.durable.FileOrigins;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -15,6 +16,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Optional;
 import java.util.TreeMap;
 import javax.annotation.Nullable;
 import javax.annotation.concurrent.GuardedBy;
@@ -32,6 +34,11 @@ import org.slf4j.LoggerFactory;
  * sets, its pinned and reused shards) and {@code cuts/<id>/}. A snapshot file is replaced
  * atomically whenever a marker adds shards to it or a drop removes some; a cut directory appears by
  * a rename once complete. Recovery deletes half-made cuts and cuts nothing references.
+ *
+ * <p>Durable ids: a cut uploaded to checkpoint storage, or downloaded from it, has a durable id
+ * ({@link DurableCutRecord}) and a record of where its files' copies are ({@code
+ * durable.FileOrigins}), both beside its files. The catalog knows every cut's id, so a restore
+ * naming a durable cut finds it here without a download.
  *
  * <p>Cost: a marker round adds one file write per snapshot id (bits, a few KiB for 32,768 shards),
  * never one per shard; memory is a few bit sets per snapshot.
@@ -56,6 +63,19 @@ public final class SnapshotCatalog {
 
     @GuardedBy("lock")
     private long nextCutId = 1;
+
+    @GuardedBy("lock")
+    private final Map<Long, String> durableIds = new HashMap<>();
+
+    @GuardedBy("lock")
+    private final Map<String, Long> cutsByDurableId = new HashMap<>();
+
+    /**
+     * Orders what is written beside a cut for checkpoint storage (its durable id, the record of its
+     * copies): the files are written outside {@link #lock}, by one writer at a time. Taken before
+     * {@link #lock}, never after it.
+     */
+    private final Object durableLock = new Object();
 
     /** One snapshot id of the table on this node. */
     private static final class Snapshot {
@@ -166,6 +186,95 @@ public final class SnapshotCatalog {
         }
     }
 
+    // ---- cuts in checkpoint storage
+
+    /**
+     * The cut's durable id, given now (and recorded beside it) if it has none yet. The caller holds
+     * a reference to the cut.
+     */
+    String durableId(long cutId) throws IOException {
+        synchronized (durableLock) {
+            synchronized (lock) {
+                String id = durableIds.get(cutId);
+                if (id != null) {
+                    return id;
+                }
+            }
+            String id = DurableCutRecord.newId();
+            DurableCutRecord.write(cutDir(cutId), id);
+            synchronized (lock) {
+                if (cuts.containsKey(cutId)) {
+                    durableIds.put(cutId, id);
+                    cutsByDurableId.put(id, cutId);
+                }
+            }
+            return id;
+        }
+    }
+
+    /**
+     * The cut with this durable id, with a transient reference the caller releases; -1 if this
+     * table has none.
+     */
+    long retainCutByDurableId(String durableId) {
+        synchronized (lock) {
+            Long cutId = cutsByDurableId.get(durableId);
+            CutEntry e = cutId == null ? null : cuts.get(cutId);
+            if (e == null) {
+                return -1;
+            }
+            e.refs++;
+            return cutId;
+        }
+    }
+
+    /**
+     * Registers a cut downloaded from checkpoint storage (renamed into place, its durable id
+     * recorded beside it), with one transient reference for the caller, as {@link #addCut}.
+     */
+    void addDownloadedCut(StoreCut cut, String durableId) {
+        synchronized (lock) {
+            addCut(cut);
+            durableIds.put(cut.id(), durableId);
+            cutsByDurableId.put(durableId, cut.id());
+        }
+    }
+
+    /** The cuts of {@code lineage} (see {@link StoreCut#lineage}), by id. */
+    List<Long> cutsOfLineage(String lineage) {
+        synchronized (lock) {
+            List<Long> ids = new ArrayList<>();
+            for (CutEntry e : cuts.values()) {
+                if (lineage.equals(e.cut.lineage())) {
+                    ids.add(e.cut.id());
+                }
+            }
+            ids.sort(null);
+            return ids;
+        }
+    }
+
+    /**
+     * Records beside the cut where its files' copies are now (what its next upload, and its forks',
+     * may reuse), with those of its earlier uploads ({@link FileOrigins#after}). The caller holds a
+     * reference to the cut.
+     */
+    void recordCopies(long cutId, FileOrigins origins) throws IOException {
+        synchronized (durableLock) {
+            Path dir = cutDir(cutId);
+            FileOrigins merged = origins;
+            try {
+                Optional<FileOrigins> earlier = FileOrigins.readFrom(dir);
+                if (earlier.isPresent()) {
+                    merged = origins.after(earlier.get());
+                }
+            } catch (IOException e) {
+                LOG.warn("The earlier copies of cut {} are forgotten: {}", cutId, e.getMessage());
+            }
+            merged.writeTo(dir);
+        }
+    }
+
     /**
      * The cut holding {@code shard}'s snapshot {@code snapshotId}, with a transient reference the
      * caller releases; null if there is no such snapshot.
@@ -202,6 +311,10 @@ public final class SnapshotCatalog {
             return;
         }
         cuts.remove(cutId);
+        String durableId = durableIds.remove(cutId);
+        if (durableId != null) {
+            cutsByDurableId.remove(durableId);
+        }
         freed.add(e);
         for (StoreCut.FilterRun run : e.cut.filterHolders()) {
             if (run.holder() != cutId) {
@@ -493,6 +606,8 @@ public final class SnapshotCatalog {
         synchronized (lock) {
             snapshots.clear();
             cuts.clear();
+            durableIds.clear();
+            cutsByDurableId.clear();
         }
     }
 
@@ -602,6 +717,7 @@ public final class SnapshotCatalog {
                 }
                 maxCut = Math.max(maxCut, id);
                 cuts.put(id, new CutEntry(StoreCut.read(p)));
+                recoverDurableId(id, p);
             }
         }
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(snapshotsDir)) {
@@ -649,6 +765,23 @@ public final class SnapshotCatalog {
         }
         delete(freed);
         nextCutId = maxCut + 1;
+    }
+
+    /**
+     * A cut's durable id, if it has one. One that does not read is dropped with a warning: the cut
+     * gets a new id at its next upload, and a restore naming the old one downloads its copy again.
+     */
+    @GuardedBy("lock")
+    private void recoverDurableId(long cutId, Path cutDir) {
+        try {
+            Optional<String> id = DurableCutRecord.read(cutDir);
+            if (id.isPresent()) {
+                durableIds.put(cutId, id.get());
+                cutsByDurableId.put(id.get(), cutId);
+            }
+        } catch (IOException e) {
+            LOG.warn("Cut {} of table '{}' keeps no durable id: {}", cutId, table, e.getMessage());
+        }
     }
 
     /** Cut ids and their reference counts, for tests. */

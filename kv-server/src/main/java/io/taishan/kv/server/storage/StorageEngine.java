@@ -2,6 +2,7 @@ package io.taishan.kv.server.storage;
 
 import com.sun.management.UnixOperatingSystemMXBean;
 import io.taishan.kv.proto.ErrorCode;
+import io.taishan.kv.server.durable.CutTransfers;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.channels.FileChannel;
@@ -97,6 +98,7 @@ public final class StorageEngine implements AutoCloseable {
         this.trashDir = data.resolve("trash");
         this.lockChannel = lockChannel;
         this.dirLock = dirLock;
+        logUnfinishedDownloads(tmpDir);
         DurableFiles.deleteTree(tmpDir);
         DurableFiles.deleteTree(trashDir);
         Files.createDirectories(tmpDir);
@@ -118,6 +120,32 @@ public final class StorageEngine implements AutoCloseable {
         long periodMillis = Math.max(50, Math.min(10_000, options.storeIdleClose().toMillis() / 4));
         maintenance.scheduleWithFixedDelay(
                 this::closeIdleStoresQuietly, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Downloads of cuts from checkpoint storage go into {@code tmp/} ({@link DurableSnapshots}), so
+     * emptying it at start removes what a crash left of them; said, since it means a restore did
+     * not finish.
+     */
+    private static void logUnfinishedDownloads(Path tmpDir) throws IOException {
+        if (!Files.isDirectory(tmpDir)) {
+            return;
+        }
+        int unfinished = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(tmpDir)) {
+            for (Path p : ds) {
+                if (CutTransfers.isDownloadLeftover(p) || DurableSnapshots.isFetchDir(p)) {
+                    unfinished++;
+                }
+            }
+        }
+        if (unfinished > 0) {
+            LOG.warn(
+                    "Removing {} unfinished download(s) of cuts from checkpoint storage left in {}"
+                            + " by the previous run",
+                    unfinished,
+                    tmpDir);
+        }
     }
 
     /**
@@ -382,6 +410,13 @@ public final class StorageEngine implements AutoCloseable {
     public Optional<TableMeta> table(String name) {
         TableStore t = tables.get(name);
         return t == null ? Optional.empty() : Optional.of(t.meta());
+    }
+
+    /** The table, or null if this node has none of that name. */
+    @Nullable
+    TableStore tableIfExists(String name) {
+        checkOpen();
+        return tables.get(name);
     }
 
     /** The table, or TABLE_NOT_FOUND. */

@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import javax.annotation.Nullable;
 
 /**
  * A cut: a hard-link RocksDB checkpoint of one {@link RangeStore} at one point of its write order,
@@ -23,9 +24,16 @@ import java.util.List;
  * cut's bundle holds it: this one, or an earlier cut of the same store whose bundle it still
  * matches.
  *
+ * <p>{@code lineage} names the RocksDB lineage the cut's files belong to: the store's (see {@link
+ * RangeStore#lineage}), or a lineage of its own for a cut downloaded from checkpoint storage.
+ * Within one lineage a file name is given to one content for ever, which is what lets an upload
+ * reuse the copy of a file an earlier cut of the same lineage uploaded ({@code
+ * durable.FileIdentity}). Cuts written before lineages existed (record version 1) have none.
+ *
  * @param id unique within the table, never reused
- * @param storeId the store it was cut from
+ * @param storeId the store it was cut from; -1 for a cut downloaded from checkpoint storage
  * @param filterHolders runs of members and the cut whose bundle holds their filter
+ * @param lineage the lineage of its files, unique on the node for ever; null for a version 1 cut
  */
 record StoreCut(
         long id,
@@ -33,13 +41,14 @@ record StoreCut(
         long createdAtMillis,
         long sizeBytes,
         int fileCount,
-        List<FilterRun> filterHolders) {
+        List<FilterRun> filterHolders,
+        @Nullable String lineage) {
 
     /** Not a RocksDB file name: RocksDB neither reads nor deletes it. */
     static final String FILE_NAME = "TAISHAN-CUT";
 
     private static final int MAGIC = 0x54534354; // "TSCT"
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
 
     /** Shards {@code [from, to)} whose filter is in cut {@code holder}'s bundle. */
     record FilterRun(int from, int to, long holder) {}
@@ -82,6 +91,10 @@ record StoreCut(
                 out.writeInt(run.to());
                 out.writeLong(run.holder());
             }
+            out.writeBoolean(lineage != null);
+            if (lineage != null) {
+                out.writeUTF(lineage);
+            }
         } catch (IOException e) {
             throw new AssertionError(e);
         }
@@ -91,7 +104,8 @@ record StoreCut(
     static StoreCut read(Path cutDir) throws IOException {
         Path file = cutDir.resolve(FILE_NAME);
         try (DataInputStream in = new DataInputStream(Files.newInputStream(file))) {
-            if (in.readInt() != MAGIC || in.readInt() != VERSION) {
+            int version = in.readInt() == MAGIC ? in.readInt() : -1;
+            if (version != 1 && version != VERSION) {
                 throw new IOException("not a Taishan cut record: " + file);
             }
             long id = in.readLong();
@@ -104,7 +118,8 @@ record StoreCut(
             for (int i = 0; i < runs; i++) {
                 holders.add(new FilterRun(in.readInt(), in.readInt(), in.readLong()));
             }
-            return new StoreCut(id, storeId, created, size, files, List.copyOf(holders));
+            String lineage = version >= 2 && in.readBoolean() ? in.readUTF() : null;
+            return new StoreCut(id, storeId, created, size, files, List.copyOf(holders), lineage);
         } catch (IOException e) {
             throw new IOException("corrupt cut record " + file + ": " + e.getMessage(), e);
         }

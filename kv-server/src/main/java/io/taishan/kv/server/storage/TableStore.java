@@ -175,6 +175,17 @@ public final class TableStore {
         return stores.values();
     }
 
+    /** The store of this lineage ({@link RangeStore#lineage}), if it is still there. */
+    @Nullable
+    RangeStore storeOfLineage(String lineage) {
+        for (RangeStore store : stores.values()) {
+            if (store.lineage().equals(lineage)) {
+                return store;
+            }
+        }
+        return null;
+    }
+
     // ---- leases
 
     /**

@@ -2,8 +2,8 @@
  * The kv-server's storage: tables of shards, each shard a key range of one of its table's stores (a
  * RocksDB instance per writer, sharing the node's block cache, write buffers and threads); leases
  * and fencing; snapshots as references to cuts (hard-link checkpoints of stores); restore and clone
- * by forking stores from cuts; Bloom filters and TTL expiry per shard. Knows nothing of gRPC or of
- * the cluster.
+ * by forking stores from cuts; Bloom filters and TTL expiry per shard; snapshots copied to and
+ * fetched from Flink's checkpoint storage. Knows nothing of gRPC or of the cluster.
  *
  * <table>
  *   <caption>Entry classes</caption>
@@ -26,11 +26,16 @@
  *       threads; many shards' filters in one file</td></tr>
  *   <tr><td>{@link io.taishan.kv.server.storage.ExpirySweeper}</td><td>server-side expiry of
  *       TTL'd state, by the owner's clock</td></tr>
+ *   <tr><td>{@link io.taishan.kv.server.storage.DurableSnapshots}, {@code DurableCutRecord}</td>
+ *       <td>a snapshot's cuts uploaded to checkpoint storage (durable ids, reuse by lineage), the
+ *       cuts a restore lacks fetched from there; its doc is the design</td></tr>
  * </table>
  *
  * <p>Crash safety: every change that tells the server what exists is a file written to a temporary
  * name, fsynced and renamed ({@code DurableFiles}); a change of ownership commits by rewriting the
  * table's lease record, after everything it points to (forks, cleared ranges) is durable, and
- * recovery deletes whatever no committed record references.
+ * recovery deletes whatever no committed record references. A cut fetched from checkpoint storage
+ * is downloaded into {@code tmp/} (emptied at start), moved into its table's cuts once whole and
+ * with its records, and becomes a snapshot by the snapshot record written last.
  */
 package io.taishan.kv.server.storage;

@@ -54,6 +54,37 @@ class FileOriginsTest {
     }
 
     @Test
+    void aCutUploadedAgainKeepsOfferingItsEarlierCopiesNewestFirst() throws IOException {
+        RemoteFile a2 = new RemoteFile("s3://b/savepoint/aaa2", 1_000, 0x11);
+        RemoteFile a3 = new RemoteFile("s3://b/shared/aaa3", 1_000, 0x11);
+        RemoteFile a4 = new RemoteFile("s3://b/shared/aaa4", 1_000, 0x11);
+        FileOrigins savepoint = FileOrigins.of("store-7", List.of(new CutFile("000010.sst", a2)));
+
+        FileOrigins merged = savepoint.after(origins);
+
+        // The file the new upload copied has both copies; one it did not name is not taken over.
+        assertThat(merged.copiesByFileName()).containsOnlyKeys("000010.sst");
+        assertThat(merged.copiesByFileName().get("000010.sst")).containsExactly(a2, a);
+        assertThat(merged.byFileName()).containsExactly(Map.entry("000010.sst", a2));
+        // The checkpoint after the savepoint may reuse only the earlier checkpoint's copy.
+        assertThat(merged.reusable(Set.of(a.path())::contains))
+                .containsExactly(Map.entry(new FileIdentity("store-7", "000010.sst", 1_000), a));
+        assertThat(merged.reusable(path -> true).values()).containsExactly(a2);
+
+        FileOrigins kept =
+                FileOrigins.of("store-7", List.of(new CutFile("000010.sst", a4)))
+                        .after(
+                                FileOrigins.of("store-7", List.of(new CutFile("000010.sst", a3)))
+                                        .after(merged));
+        assertThat(kept.copiesByFileName().get("000010.sst")).containsExactly(a4, a3, a2);
+        kept.writeTo(tmp);
+        assertThat(FileOrigins.readFrom(tmp)).contains(kept);
+
+        // Another store's record is not merged: its names mean other bytes.
+        assertThat(savepoint.after(origins.forStore("fork-9"))).isEqualTo(savepoint);
+    }
+
+    @Test
     void aDamagedSidecarIsRefused() throws IOException {
         origins.writeTo(tmp);
         Path file = tmp.resolve(FileOrigins.FILE_NAME);

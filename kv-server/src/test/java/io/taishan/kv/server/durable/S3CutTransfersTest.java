@@ -5,24 +5,15 @@ import static io.taishan.kv.server.durable.CutUploadTest.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.kv.server.durable.TransferFailedException.Reason;
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import org.apache.flink.configuration.Configuration;
-import org.apache.flink.core.fs.FileSystem;
-import org.gaul.s3proxy.AuthenticationType;
-import org.gaul.s3proxy.S3Proxy;
-import org.jclouds.ContextBuilder;
 import org.jclouds.blobstore.BlobStore;
-import org.jclouds.blobstore.BlobStoreContext;
 import org.jclouds.blobstore.domain.Blob;
 import org.jclouds.blobstore.domain.BlobMetadata;
 import org.junit.jupiter.api.AfterAll;
@@ -41,55 +32,26 @@ import org.junit.jupiter.api.io.TempDir;
  * refused, and wrong credentials fail naming the path.
  */
 class S3CutTransfersTest {
-    private static final String BUCKET = "checkpoints";
-    private static final String ACCESS_KEY = "taishan-access";
-    private static final String SECRET_KEY = "taishan-secret";
-    private static final int MULTIPART_BYTES = 5 << 20;
-
-    private static BlobStoreContext store;
-    private static S3Proxy proxy;
-    private static String endpoint;
+    private static S3TestStorage s3;
 
     @TempDir Path tmp;
     private CutTransfers transfers;
 
     @BeforeAll
     static void startS3() throws Exception {
-        store =
-                ContextBuilder.newBuilder("transient")
-                        .credentials("identity", "credential")
-                        .build(BlobStoreContext.class);
-        proxy =
-                S3Proxy.builder()
-                        .blobStore(store.getBlobStore())
-                        .endpoint(URI.create("http://127.0.0.1:0"))
-                        .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
-                        .build();
-        proxy.start();
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!"STARTED".equals(proxy.getState())) {
-            assertThat(System.nanoTime()).as("s3proxy started").isLessThan(deadline);
-            Thread.sleep(10);
-        }
-        endpoint = "http://127.0.0.1:" + proxy.getPort();
-        store.getBlobStore().createContainerInLocation(null, BUCKET);
+        s3 = S3TestStorage.start();
     }
 
     @AfterAll
     static void stopS3() throws Exception {
-        if (proxy != null) {
-            proxy.stop();
+        if (s3 != null) {
+            s3.close();
         }
-        if (store != null) {
-            store.close();
-        }
-        // Flink's file systems are JVM-wide: leave none configured for this server.
-        FileSystem.initialize(new Configuration(), null);
     }
 
     @BeforeEach
     void start() {
-        transfers = CutTransfers.start(options(SECRET_KEY));
+        transfers = CutTransfers.start(s3.options());
     }
 
     @AfterEach
@@ -115,14 +77,15 @@ class S3CutTransfersTest {
                         .await();
 
         RemoteFile big = copyOf(up, "000020.sst");
-        assertThat(big.path()).matches("s3://" + BUCKET + "/job-1/shared/[0-9a-f-]{36}");
+        assertThat(big.path())
+                .matches("s3://" + S3TestStorage.BUCKET + "/job-1/shared/[0-9a-f-]{36}");
         assertThat(big.sizeBytes()).isEqualTo(20L << 20);
-        BlobMetadata meta = store.getBlobStore().blobMetadata(BUCKET, key(big));
+        BlobMetadata meta = s3.blobs().blobMetadata(S3TestStorage.BUCKET, key(big));
         assertThat(meta.getSize()).isEqualTo(big.sizeBytes());
         assertThat(meta.getETag())
                 .as("a multipart upload's ETag ends in -<parts>")
                 .endsWith("-4\"");
-        assertThat(store.getBlobStore().blobExists(BUCKET, key(up.metadataPack()))).isTrue();
+        assertThat(s3.blobs().blobExists(S3TestStorage.BUCKET, key(up.metadataPack()))).isTrue();
         assertThat(up.metadataPack().path()).startsWith(s3("job-1/chk-1/"));
 
         Path restored = tmp.resolve("restored");
@@ -174,9 +137,9 @@ class S3CutTransfersTest {
 
         RemoteFile altered = copyOf(up, "000030.sst");
         byte[] other = new byte[(int) altered.sizeBytes()];
-        BlobStore blobs = store.getBlobStore();
+        BlobStore blobs = s3.blobs();
         Blob replacement = blobs.blobBuilder(key(altered)).payload(other).build();
-        blobs.putBlob(BUCKET, replacement);
+        blobs.putBlob(S3TestStorage.BUCKET, replacement);
         Transfer<DownloadResult> first = transfers.download(up.downloadInto(tmp.resolve("a")));
         TransferFailedException corrupt = failure(first);
         first.settled().get(30, TimeUnit.SECONDS);
@@ -184,7 +147,7 @@ class S3CutTransfersTest {
         assertThat(corrupt).hasMessageStartingWith(altered.path() + " is corrupt: CRC32C ");
 
         RemoteFile gone = copyOf(up, "000031.sst");
-        blobs.removeBlob(BUCKET, key(gone));
+        blobs.removeBlob(S3TestStorage.BUCKET, key(gone));
         List<CutFile> onlyTheMissingOne = List.of(new CutFile("000031.sst", gone));
         Transfer<DownloadResult> second =
                 transfers.download(new DownloadRequest(onlyTheMissingOne, null, tmp.resolve("b")));
@@ -198,7 +161,7 @@ class S3CutTransfersTest {
     @Test
     void wrongCredentialsFailNamingThePath() throws Exception {
         transfers.close();
-        transfers = CutTransfers.start(options("not-the-secret"));
+        transfers = CutTransfers.start(s3.options("not-the-secret"));
         Path cut = tmp.resolve("cut");
         List<String> names = Cuts.write(cut, 10, sizes("000040.sst", 1_000));
 
@@ -210,27 +173,6 @@ class S3CutTransfersTest {
         assertThat(e).hasMessageContaining("cannot create " + s3("job-4/shared/"));
         assertThat(e).hasMessageContaining("403");
         assertThat(blobsUnder("job-4/")).isEmpty();
-    }
-
-    private DurableOptions options(String secret) {
-        Map<String, String> flink = new HashMap<>();
-        flink.put("s3.endpoint", endpoint);
-        flink.put("s3.path.style.access", "true");
-        flink.put("s3.access-key", ACCESS_KEY);
-        flink.put("s3.secret-key", secret);
-        // S3A's block size: a 20 MiB file goes as 4 parts.
-        flink.put("s3.multipart.size", Integer.toString(MULTIPART_BYTES));
-        flink.put("s3.attempts.maximum", "1");
-        flink.put("s3.retry.limit", "1");
-        return new DurableOptions(
-                true,
-                null,
-                flink,
-                Path.of(System.getProperty("taishan.test.flink-plugins-dir")),
-                4,
-                2,
-                Duration.ofMillis(10),
-                Duration.ofSeconds(60));
     }
 
     private static List<String> bigCut(Path cut) throws Exception {
@@ -254,21 +196,14 @@ class S3CutTransfersTest {
     }
 
     private static String s3(String path) {
-        return "s3://" + BUCKET + "/" + path;
+        return S3TestStorage.s3(path);
     }
 
     private static String key(RemoteFile file) {
-        return file.path().substring(("s3://" + BUCKET + "/").length());
+        return S3TestStorage.key(file.path());
     }
 
     private static List<String> blobsUnder(String prefix) {
-        List<String> names = new ArrayList<>();
-        store.getBlobStore()
-                .list(
-                        BUCKET,
-                        org.jclouds.blobstore.options.ListContainerOptions.Builder.prefix(prefix)
-                                .recursive())
-                .forEach(m -> names.add(m.getName()));
-        return names;
+        return s3.keysUnder(prefix);
     }
 }

@@ -13,6 +13,8 @@ import io.taishan.kv.proto.ClusterInfoRequest;
 import io.taishan.kv.proto.CreateTableRequest;
 import io.taishan.kv.proto.DeleteRange;
 import io.taishan.kv.proto.DropSnapshotRequest;
+import io.taishan.kv.proto.DurableCut;
+import io.taishan.kv.proto.DurableFile;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.GetRequest;
@@ -24,18 +26,23 @@ import io.taishan.kv.proto.MultiGetRequest;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.Put;
 import io.taishan.kv.proto.RestoreRequest;
+import io.taishan.kv.proto.RestoreShardsRequest;
 import io.taishan.kv.proto.ScanRequest;
 import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
 import io.taishan.kv.proto.SnapshotMarker;
 import io.taishan.kv.proto.SnapshotRequest;
+import io.taishan.kv.proto.UploadSnapshotRequest;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
 import io.taishan.kv.protocol.KvErrors;
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
+import io.taishan.kv.server.durable.DurableOptions;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterAll;
@@ -67,6 +74,16 @@ class RequestValidationTest {
                                 .maxOpsPerRequest(MAX_OPS)
                                 .blockCacheBytes(16 << 20)
                                 .writeBufferBytes(8 << 20)
+                                .durable(
+                                        new DurableOptions(
+                                                true,
+                                                null,
+                                                Map.of(),
+                                                null,
+                                                1,
+                                                1,
+                                                Duration.ZERO,
+                                                Duration.ofSeconds(30)))
                                 .build());
         channel = NettyChannelBuilder.forTarget(server.address()).usePlaintext().build();
         kv = KvServiceGrpc.newBlockingStub(channel).withDeadlineAfter(1, TimeUnit.MINUTES);
@@ -118,6 +135,119 @@ class RequestValidationTest {
                                     .isEqualTo(code.name());
                             assertThat(e.getStatus().getDescription()).contains(messageParts);
                         });
+    }
+
+    @Test
+    void durableCallsThatAClientNeverSends() {
+        String dir = "file:///tmp/never-written";
+        UploadSnapshotRequest upload =
+                UploadSnapshotRequest.newBuilder()
+                        .setTable("t")
+                        .setSnapshotId(77)
+                        .addShards(0)
+                        .setSharedDir(dir)
+                        .setExclusiveDir(dir)
+                        .build();
+        assertFails(
+                () -> kv.uploadSnapshot(upload.toBuilder().setSnapshotId(-1).build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "negative snapshot id -1");
+        assertFails(
+                () -> kv.uploadSnapshot(upload.toBuilder().setSharedDir(" ").build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "shared_dir and exclusive_dir are required");
+        assertFails(
+                () -> kv.uploadSnapshot(upload.toBuilder().addShards(0).build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "shard 0 named twice");
+        assertFails(
+                () -> kv.uploadSnapshot(upload.toBuilder().addShards(9).build()),
+                Status.Code.OUT_OF_RANGE,
+                ErrorCode.SHARD_OUT_OF_RANGE,
+                "shard 9");
+        assertFails(
+                () -> kv.uploadSnapshot(upload),
+                Status.Code.NOT_FOUND,
+                ErrorCode.SNAPSHOT_NOT_FOUND,
+                "snapshot 77 of table 't' shard 0");
+
+        String id = "0b7e8f52-6a1d-4c39-9d0e-2f9a4c1b7e11";
+        DurableFile pack = DurableFile.newBuilder().setPath(dir + "/pack").setSizeBytes(10).build();
+        DurableCut cut =
+                DurableCut.newBuilder()
+                        .setCutId(id)
+                        .addFiles(
+                                DurableFile.newBuilder()
+                                        .setName("000009.sst")
+                                        .setPath(dir + "/a")
+                                        .setSizeBytes(10))
+                        .setMetadataPack(pack)
+                        .build();
+        RestoreShardsRequest restore =
+                RestoreShardsRequest.newBuilder()
+                        .setTable("t")
+                        .setWriter("w")
+                        .addShards(
+                                io.taishan.kv.proto.ShardRestore.newBuilder()
+                                        .setShard(0)
+                                        .setSnapshotId(77)
+                                        .setDurableCutId(id))
+                        .addDurableCuts(cut)
+                        .build();
+        assertFails(
+                () -> kv.restoreShards(restore.toBuilder().clearDurableCuts().build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "names durable cut " + id + ", which the request's durable cuts lack");
+        assertFails(
+                () -> kv.restoreShards(restore.toBuilder().addDurableCuts(cut).build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "durable cut '" + id + "' is named twice");
+        assertFails(
+                () ->
+                        kv.restoreShards(
+                                restore.toBuilder()
+                                        .setDurableCuts(0, cut.toBuilder().clearMetadataPack())
+                                        .build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "has no metadata pack");
+        assertFails(
+                () ->
+                        kv.restoreShards(
+                                restore.toBuilder()
+                                        .setDurableCuts(
+                                                0,
+                                                cut.toBuilder()
+                                                        .setFiles(
+                                                                0,
+                                                                cut.getFiles(0).toBuilder()
+                                                                        .setName("../x.sst")))
+                                        .build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "not a plain file name: '../x.sst'");
+        assertFails(
+                () ->
+                        kv.restoreShards(
+                                restore.toBuilder()
+                                        .setShards(
+                                                0,
+                                                restore.getShards(0).toBuilder()
+                                                        .setDurableCutId("x"))
+                                        .build()),
+                Status.Code.INVALID_ARGUMENT,
+                ErrorCode.INVALID_ARGUMENT,
+                "names no durable cut id: 'x'");
+        // None of them fetched or registered anything.
+        assertThat(server.storage().tableStore("t").allSnapshots())
+                .noneMatch(s -> s.meta().snapshotId() == 77);
+        assertThat(server.server().durableTransfers().orElseThrow().stats().downloadedFiles())
+                .isZero();
     }
 
     @Test

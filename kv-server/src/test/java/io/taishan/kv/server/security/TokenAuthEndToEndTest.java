@@ -56,6 +56,7 @@ import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.TtlLayout;
 import io.taishan.kv.proto.TtlStateSpec;
 import io.taishan.kv.proto.UploadHeader;
+import io.taishan.kv.proto.UploadSnapshotRequest;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.UploadValueResponse;
 import io.taishan.kv.proto.WriteOp;
@@ -282,6 +283,17 @@ class TokenAuthEndToEndTest {
                                                         .setShard(0)
                                                         .setSourceTable("team_b_t")
                                                         .setSnapshotId(10))
+                                        .build()));
+        calls.put(
+                "UploadSnapshot",
+                s ->
+                        s.uploadSnapshot(
+                                UploadSnapshotRequest.newBuilder()
+                                        .setTable("team_b_t")
+                                        .setSnapshotId(10)
+                                        .addShards(0)
+                                        .setSharedDir("file:///tmp/a-was-here/shared")
+                                        .setExclusiveDir("file:///tmp/a-was-here/chk-10")
                                         .build()));
         calls.put(
                 "DropShardSnapshots",
