@@ -86,6 +86,7 @@ final class Runs {
         long maxMillis = 0;
         long writes = 0;
         long fromSnapshots = 0;
+        long downloaded = 0;
         for (OpenedSubtask subtask : opened.values()) {
             assertThat(subtask.hasTaishanMetrics())
                     .as("Taishan metrics of subtask %s of job %s", subtask, job.id())
@@ -93,6 +94,7 @@ final class Runs {
             maxMillis = Math.max(maxMillis, subtask.restoreMillis());
             writes += subtask.restoreWrites();
             fromSnapshots += subtask.shardsFromSnapshots();
+            downloaded += subtask.downloadedBytes();
             if (!from.exit().isCanonical()) {
                 assertThat(subtask.restoreWrites())
                         .as("ops written by the restore of %s, subtask %s", from, subtask)
@@ -118,8 +120,8 @@ final class Runs {
                 job,
                 String.format(
                         "restored %s in %d ms (slowest of %d subtasks): %d shards from"
-                                + " snapshots, %d ops written",
-                        from.exit(), maxMillis, opened.size(), fromSnapshots, writes));
+                                + " snapshots, %d ops written, %d bytes downloaded",
+                        from.exit(), maxMillis, opened.size(), fromSnapshots, writes, downloaded));
     }
 
     /** Ends the job as told and returns what the next run restores from. */

@@ -18,6 +18,7 @@ import java.util.stream.Stream;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.core.execution.CheckpointType;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.checkpoint.CheckpointStatsSnapshot;
@@ -157,16 +158,26 @@ public final class RunningJob {
      * being deployed, which declines it.
      */
     public RunningJob checkpoint() throws Exception {
+        return checkpoint(CheckpointType.CONFIGURED);
+    }
+
+    /**
+     * As {@link #checkpoint()}, of the given type: {@code FULL} is the checkpoint Flink takes first
+     * after a NO_CLAIM restore, which may share nothing with earlier ones.
+     */
+    public RunningJob checkpoint(CheckpointType type) throws Exception {
         long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
         while (true) {
             try {
-                cluster.triggerCheckpoint(id()).get(STEP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                cluster.triggerCheckpoint(id(), type)
+                        .get(STEP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
                 return this;
             } catch (ExecutionException e) {
                 if (System.nanoTime() > deadline
                         || !String.valueOf(e.getMessage())
                                 .contains("Not all required tasks are currently running")) {
-                    throw new AssertionError(describe() + ": checkpoint failed", e);
+                    throw new AssertionError(
+                            describe() + ": checkpoint failed" + failureCause(), e);
                 }
                 Thread.sleep(POLL_MILLIS);
             }

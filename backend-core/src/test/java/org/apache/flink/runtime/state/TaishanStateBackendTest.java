@@ -2,11 +2,13 @@ package org.apache.flink.runtime.state;
 
 import io.taishan.backend.TaishanStateBackend;
 import io.taishan.kv.server.EmbeddedKvServer;
+import io.taishan.kv.server.KvServerConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Properties;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
 import org.apache.flink.runtime.state.storage.JobManagerCheckpointStorage;
 import org.apache.flink.testutils.junit.extensions.parameterized.Parameter;
@@ -20,8 +22,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Flink's own keyed-backend conformance suite against {@link TaishanStateBackend} and a real
- * kv-server on loopback, with both checkpoint storages. It lives in Flink's package so that the
- * suite's package-private tests could be overridden if ever needed.
+ * kv-server on loopback, with both checkpoint storages, and durable checkpoints into the file
+ * system's. It lives in Flink's package so that the suite's package-private tests could be
+ * overridden if ever needed.
  */
 @ExtendWith(ParameterizedTestExtension.class)
 public class TaishanStateBackendTest extends StateBackendTestBase<TaishanStateBackend> {
@@ -30,28 +33,34 @@ public class TaishanStateBackendTest extends StateBackendTestBase<TaishanStateBa
 
     private static EmbeddedKvServer server;
 
-    @Parameter public SupplierWithException<CheckpointStorage, IOException> storageSupplier;
+    @Parameter(0)
+    public SupplierWithException<CheckpointStorage, IOException> storageSupplier;
 
-    @Parameters(name = "storage={0}")
+    /** Durable checkpoints: into the file-system storage's directories. */
+    @Parameter(1)
+    public boolean durable;
+
+    @Parameters(name = "storage={0}, durable={1}")
     public static List<Object[]> modes() {
+        SupplierWithException<CheckpointStorage, IOException> fileSystem =
+                () ->
+                        new FileSystemCheckpointStorage(
+                                Files.createTempDirectory(tempFolder, "checkpoints").toUri(), 0);
         return Arrays.asList(
                 new Object[] {
                     (SupplierWithException<CheckpointStorage, IOException>)
-                            JobManagerCheckpointStorage::new
+                            JobManagerCheckpointStorage::new,
+                    false
                 },
-                new Object[] {
-                    (SupplierWithException<CheckpointStorage, IOException>)
-                            () ->
-                                    new FileSystemCheckpointStorage(
-                                            Files.createTempDirectory(tempFolder, "checkpoints")
-                                                    .toUri(),
-                                            0)
-                });
+                new Object[] {fileSystem, false},
+                new Object[] {fileSystem, true});
     }
 
     @BeforeAll
     static void startServer() {
-        server = EmbeddedKvServer.start();
+        Properties durable = new Properties();
+        durable.setProperty("durable.enabled", "true");
+        server = EmbeddedKvServer.start(KvServerConfig.builder().properties(durable).build());
     }
 
     @AfterAll
@@ -63,7 +72,9 @@ public class TaishanStateBackendTest extends StateBackendTestBase<TaishanStateBa
 
     @Override
     protected ConfigurableStateBackend getStateBackend() {
-        return new TaishanStateBackend().setKvAddress(server.address());
+        return new TaishanStateBackend()
+                .setKvAddress(server.address())
+                .setDurableCheckpoints(durable);
     }
 
     @Override
