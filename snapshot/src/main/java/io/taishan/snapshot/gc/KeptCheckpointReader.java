@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.checkpoint.CheckpointProperties;
@@ -22,6 +23,7 @@ import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle;
 import org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess;
 import org.apache.flink.runtime.state.filesystem.FsCompletedCheckpointStorageLocation;
@@ -113,44 +115,16 @@ public final class KeptCheckpointReader {
                 canonical++;
                 other++;
             } else if (handle instanceof KeyGroupsStateHandle keyGroups) {
-                try {
-                    if (TaishanManifest.isManifest(keyGroups.getDelegateStateHandle())) {
-                        taishan++;
-                        references.addAll(TaishanManifest.readReferences(keyGroups).values());
-                    } else {
-                        other++;
-                    }
-                } catch (IOException e) {
-                    throw new IOException(
-                            "operator "
-                                    + operator.getOperatorID()
-                                    + ": its keyed state "
-                                    + keyGroups.getDelegateStateHandle()
-                                    + " cannot be read ("
-                                    + e.getMessage()
-                                    + "), so what it references cannot be told",
-                            e);
-                }
+                addManifest(
+                        keyGroups.getDelegateStateHandle(),
+                        () -> TaishanManifest.readReferences(keyGroups),
+                        operator);
             } else if (handle instanceof IncrementalRemoteKeyedStateHandle incremental) {
                 // A durable Taishan checkpoint, its manifest the meta state; or RocksDB's.
-                try {
-                    if (TaishanManifest.isManifest(incremental.getMetaDataStateHandle())) {
-                        taishan++;
-                        references.addAll(TaishanManifest.readReferences(incremental).values());
-                    } else {
-                        other++;
-                    }
-                } catch (IOException e) {
-                    throw new IOException(
-                            "operator "
-                                    + operator.getOperatorID()
-                                    + ": its keyed state "
-                                    + incremental.getMetaDataStateHandle()
-                                    + " cannot be read ("
-                                    + e.getMessage()
-                                    + "), so what it references cannot be told",
-                            e);
-                }
+                addManifest(
+                        incremental.getMetaDataStateHandle(),
+                        () -> TaishanManifest.readReferences(incremental),
+                        operator);
             } else if (handle instanceof ChangelogStateBackendHandle changelog) {
                 // The materialized part is the wrapped backend's own handles.
                 for (KeyedStateHandle materialized : changelog.getMaterializedStateHandles()) {
@@ -168,5 +142,34 @@ public final class KeptCheckpointReader {
                                 + "): cannot tell which remote snapshots it needs");
             }
         }
+
+        /** A handle whose manifest, if it is Taishan's, names the snapshots it needs. */
+        private void addManifest(
+                StreamStateHandle manifest, ManifestReferences read, OperatorState operator)
+                throws IOException {
+            try {
+                if (TaishanManifest.isManifest(manifest)) {
+                    taishan++;
+                    references.addAll(read.get().values());
+                } else {
+                    other++;
+                }
+            } catch (IOException e) {
+                throw new IOException(
+                        "operator "
+                                + operator.getOperatorID()
+                                + ": its keyed state "
+                                + manifest
+                                + " cannot be read ("
+                                + e.getMessage()
+                                + "), so what it references cannot be told",
+                        e);
+            }
+        }
+    }
+
+    /** Reads a manifest's references. */
+    private interface ManifestReferences {
+        Map<Integer, ShardSnapshotRef> get() throws IOException;
     }
 }
