@@ -4,14 +4,11 @@ import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -20,6 +17,7 @@ import java.util.UUID;
 import java.util.regex.Pattern;
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FileSystem;
+import org.apache.flink.util.FileUtils;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -224,25 +222,8 @@ final class CutDownload {
 
     private void deleteStaging() {
         try {
-            Files.walkFileTree(
-                    staging,
-                    new SimpleFileVisitor<>() {
-                        @Override
-                        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs)
-                                throws IOException {
-                            Files.deleteIfExists(file);
-                            return FileVisitResult.CONTINUE;
-                        }
-
-                        @Override
-                        public FileVisitResult postVisitDirectory(Path dir, IOException e)
-                                throws IOException {
-                            Files.deleteIfExists(dir);
-                            return FileVisitResult.CONTINUE;
-                        }
-                    });
-        } catch (NoSuchFileException e) {
-            // Never created, or already gone.
+            // Flink's own recursive delete: this package writes through Flink already.
+            FileUtils.deleteDirectory(staging.toFile());
         } catch (IOException e) {
             LOG.warn("Could not delete {} of a failed download: {}", staging, e.toString());
         }
