@@ -362,19 +362,25 @@ final class GrpcKvStore
     public ShardLease openShard(String table, int shard) {
         OpenShardRequest request =
                 OpenShardRequest.newBuilder().setTable(table).setShard(shard).build();
+        return takeShard(
+                table, table, shard, "OpenShard", stub -> stub.openShard(request).getEpoch());
+    }
+
+    /**
+     * One shard taken by a unary call on its owner (routed by {@code routedBy}, whose shard count
+     * equals {@code table}'s), the epoch the call returns made a lease of {@code table}.
+     */
+    private ShardLease takeShard(
+            String table,
+            String routedBy,
+            int shard,
+            String rpc,
+            Function<KvServiceBlockingStub, Long> epochOf) {
         return takingShards(
                 table,
                 () -> {
-                    KvNode node = router.nodeFor(table, shard);
-                    long epoch =
-                            callShard(
-                                            node,
-                                            table,
-                                            shard,
-                                            "OpenShard",
-                                            false,
-                                            stub -> stub.openShard(request))
-                                    .getEpoch();
+                    KvNode node = router.nodeFor(routedBy, shard);
+                    long epoch = callShard(node, routedBy, shard, rpc, false, epochOf);
                     return new ShardLease(table, shard, epoch, node.name());
                 });
     }
@@ -1179,21 +1185,7 @@ final class GrpcKvStore
                         .setShard(shard)
                         .setSnapshotId(snapshotId)
                         .build();
-        return takingShards(
-                table,
-                () -> {
-                    KvNode node = router.nodeFor(table, shard);
-                    long epoch =
-                            callShard(
-                                            node,
-                                            table,
-                                            shard,
-                                            "Restore",
-                                            false,
-                                            stub -> stub.restore(request))
-                                    .getEpoch();
-                    return new ShardLease(table, shard, epoch, node.name());
-                });
+        return takeShard(table, table, shard, "Restore", stub -> stub.restore(request).getEpoch());
     }
 
     /** Routed by the source table: both have the same shard count, hence the same owner. */
@@ -1207,21 +1199,8 @@ final class GrpcKvStore
                         .setSnapshotId(snapshotId)
                         .setTargetTable(targetTable)
                         .build();
-        return takingShards(
-                targetTable,
-                () -> {
-                    KvNode node = router.nodeFor(sourceTable, shard);
-                    long epoch =
-                            callShard(
-                                            node,
-                                            sourceTable,
-                                            shard,
-                                            "Clone",
-                                            false,
-                                            stub -> stub.clone(request))
-                                    .getEpoch();
-                    return new ShardLease(targetTable, shard, epoch, node.name());
-                });
+        return takeShard(
+                targetTable, sourceTable, shard, "Clone", stub -> stub.clone(request).getEpoch());
     }
 
     @Override
