@@ -532,8 +532,10 @@ public final class SnapshotCatalog {
                     s.pinned.andNot(going);
                     s.reused.andNot(going);
                     if (e.getValue().isEmpty()) {
+                        // Read before remove(): TreeMap may move the successor into e.
+                        long cutId = e.getKey();
                         it.remove();
-                        unref(e.getKey(), freed);
+                        unref(cutId, freed);
                     }
                 }
                 if (dropped > 0) {
@@ -588,8 +590,10 @@ public final class SnapshotCatalog {
                     s.reused.andNot(going);
                     changed = true;
                     if (bits.isEmpty()) {
+                        // Read before remove(): TreeMap may move the successor into e.
+                        long cutId = e.getKey();
                         it.remove();
-                        unref(e.getKey(), freed);
+                        unref(cutId, freed);
                     }
                 }
                 if (changed) {
@@ -781,6 +785,47 @@ public final class SnapshotCatalog {
             }
         } catch (IOException e) {
             LOG.warn("Cut {} of table '{}' keeps no durable id: {}", cutId, table, e.getMessage());
+        }
+    }
+
+    /**
+     * What is wrong with the reference counts, for tests of a quiet table (no call holding a
+     * transient reference); empty when every snapshot's cuts exist and each cut's count is what
+     * snapshots and other cuts' filter runs give it.
+     */
+    List<String> referenceErrors() {
+        synchronized (lock) {
+            List<String> errors = new ArrayList<>();
+            Map<Long, Integer> expected = new TreeMap<>();
+            for (Snapshot s : snapshots.values()) {
+                for (long cutId : s.shardsByCut.keySet()) {
+                    if (!cuts.containsKey(cutId)) {
+                        errors.add("snapshot " + s.id + " references missing cut " + cutId);
+                    }
+                    expected.merge(cutId, 1, Integer::sum);
+                }
+            }
+            for (CutEntry e : cuts.values()) {
+                for (StoreCut.FilterRun run : e.cut.filterHolders()) {
+                    if (run.holder() != e.cut.id()) {
+                        if (!cuts.containsKey(run.holder())) {
+                            errors.add(
+                                    "cut "
+                                            + e.cut.id()
+                                            + " keeps filters in missing cut "
+                                            + run.holder());
+                        }
+                        expected.merge(run.holder(), 1, Integer::sum);
+                    }
+                }
+            }
+            for (CutEntry e : cuts.values()) {
+                int want = expected.getOrDefault(e.cut.id(), 0);
+                if (e.refs != want) {
+                    errors.add("cut " + e.cut.id() + " has " + e.refs + " references, not " + want);
+                }
+            }
+            return errors;
         }
     }
 

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -332,6 +333,31 @@ class TableStoreTest {
         assertThat(cuts()).isEqualTo(1);
         Writer b = new Writer("b", 0, 8).restoreFrom(table, 4);
         b.assertEvery("k", "v4");
+    }
+
+    /**
+     * One checkpoint of three subtasks is three cuts under one snapshot id; the subtask in the
+     * middle drops its part first. The other two must keep theirs (each subtask drops its own
+     * subsumed snapshots, in no particular order).
+     */
+    @Test
+    void droppingOneWritersPartOfASnapshotKeepsTheOtherWritersCuts() throws IOException {
+        Writer a = new Writer("a", 0, 40).open();
+        Writer b = new Writer("b", 40, 80).open();
+        Writer c = new Writer("c", 80, 128).open();
+        a.write("k", "a1", 1);
+        b.write("k", "b1", 1);
+        c.write("k", "c1", 1);
+        assertThat(cuts()).isEqualTo(3);
+
+        BitSet bShards = new BitSet();
+        bShards.set(40, 80);
+        assertThat(table.dropSnapshotsBelow(2, bShards)).isEqualTo(40);
+
+        assertThat(cuts()).isEqualTo(2);
+        assertThat(table.catalog().referenceErrors()).isEmpty();
+        new Writer("c2", 80, 128).restoreFrom(table, 1).assertEvery("k", "c1");
+        new Writer("a2", 0, 40).restoreFrom(table, 1).assertEvery("k", "a1");
     }
 
     @Test
