@@ -14,14 +14,21 @@ import io.taishan.it.harness.TaishanBackendFixture;
 import io.taishan.it.job.EventSchedule;
 import io.taishan.it.job.KeyFinalState;
 import io.taishan.it.job.OpenedSubtask;
+import io.taishan.kv.client.KvClientConfig;
+import io.taishan.kv.client.KvStore;
+import io.taishan.kv.client.KvStores;
+import io.taishan.kv.client.SnapshotInfo;
+import io.taishan.kv.client.TableInfo;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -118,6 +125,86 @@ class DurableCheckpointITCase {
 
             runs.assertNoInterruptedRunReachedTheEnd();
             FinalStates.assertSame(actual, expected, "2→4→1→2 with durable checkpoints");
+        }
+    }
+
+    /**
+     * The node's snapshots are a bounded cache of the copies in checkpoint storage: while the job
+     * runs each shard keeps at most its two newest uploaded snapshots and the one under way; once
+     * the job is cancelled (its checkpoint retained) and nobody uploads any more, the local copies
+     * age out ({@code durable.local-snapshot-max-age}, 3 s here) until no snapshot file is left on
+     * the node, without anyone running gc; the retained checkpoint then restores exactly, by
+     * download.
+     */
+    @Test
+    @Timeout(240)
+    void aCancelledJobLeavesNoSnapshotFilesOnTheNodeAndItsCheckpointStillRestores(
+            @InjectMiniCluster MiniCluster cluster, @TempDir Path workDir) throws Exception {
+        Map<Long, KeyFinalState> expected = ReferenceRun.finalStates(cluster, SCHEDULE);
+        try (TaishanBackendFixture backend =
+                        TaishanBackendFixture.startDurable(
+                                workDir.resolve("backend"),
+                                "durable.local-snapshot-max-age = 3s\n");
+                KvStore kv =
+                        KvStores.connect(
+                                KvClientConfig.forAddresses(
+                                                backend.configuration()
+                                                        .getString(
+                                                                TaishanBackendFixture.ADDRESS_KEY,
+                                                                null))
+                                        .build())) {
+            Runs runs = new Runs(new JobHarness(cluster, backend, SCHEDULE, workDir));
+            RunningJob job = runs.start(2, null).awaitCompletedCheckpoints(6);
+            String table = tableOf(kv, job);
+            Map<Integer, Set<Long>> localIds = new TreeMap<>();
+            for (SnapshotInfo s : kv.listSnapshots(table)) {
+                if (s.local()) {
+                    localIds.computeIfAbsent(s.shard(), k -> new TreeSet<>()).add(s.snapshotId());
+                }
+            }
+            assertThat(localIds.values())
+                    .as("local snapshot ids per shard after 6 checkpoints")
+                    .isNotEmpty()
+                    .allSatisfy(ids -> assertThat(ids).hasSizeLessThanOrEqualTo(3));
+            Runs.Restore checkpoint = runs.end(job, RETAINED_CHECKPOINT);
+
+            Path cuts = backend.dataDir().resolve("tables").resolve(table).resolve("cuts");
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (entries(cuts) > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(250);
+            }
+            assertThat(entries(cuts)).as("snapshot files left in %s", cuts).isZero();
+            assertThat(kv.listSnapshots(table)).noneMatch(SnapshotInfo::local);
+
+            RunningJob last = runs.startToEnd(3, checkpoint);
+            long downloaded = 0;
+            for (OpenedSubtask subtask : last.awaitOpenedSubtasks().values()) {
+                downloaded += subtask.downloadedBytes();
+            }
+            assertThat(downloaded).as("bytes downloaded to restore").isPositive();
+            Map<Long, KeyFinalState> actual = last.awaitFinalStates();
+            runs.finished(last);
+            FinalStates.assertSame(
+                    actual, expected, "restored by download once the local copies aged out");
+        }
+    }
+
+    private static String tableOf(KvStore kv, RunningJob job) {
+        List<String> tables =
+                kv.listTables().stream()
+                        .map(TableInfo::name)
+                        .filter(name -> name.startsWith("flink_" + job.id() + "_"))
+                        .toList();
+        assertThat(tables).as("tables of job %s", job.id()).hasSize(1);
+        return tables.get(0);
+    }
+
+    private static long entries(Path dir) throws IOException {
+        if (!Files.isDirectory(dir)) {
+            return 0;
+        }
+        try (Stream<Path> list = Files.list(dir)) {
+            return list.count();
         }
     }
 

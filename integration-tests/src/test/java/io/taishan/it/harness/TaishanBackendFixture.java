@@ -55,10 +55,17 @@ public final class TaishanBackendFixture implements BackendFixture {
      * its own classpath: {@code file://} here), the jobs with {@code taishan.checkpoint.durable}.
      */
     public static TaishanBackendFixture startDurable(Path workDir) throws IOException {
+        return startDurable(workDir, "");
+    }
+
+    /** As {@link #startDurable(Path)}, with more kv-server config lines ({@code key = value}). */
+    public static TaishanBackendFixture startDurable(Path workDir, String moreServerConfig)
+            throws IOException {
         Files.createDirectories(workDir);
         Path serverConfig =
                 Files.writeString(
-                        workDir.resolve("durable-server.properties"), "durable.enabled = true\n");
+                        workDir.resolve("durable-server.properties"),
+                        "durable.enabled = true\n" + moreServerConfig);
         Configuration jobConfig = new Configuration();
         jobConfig.setString(DURABLE_KEY, "true");
         return new TaishanBackendFixture(

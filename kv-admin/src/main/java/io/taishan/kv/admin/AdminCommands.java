@@ -254,13 +254,23 @@ final class AdminCommands {
             perId.computeIfAbsent(snapshot.snapshotId(), id -> new ArrayList<>()).add(snapshot);
         }
         TextTable summary =
-                new TextTable(">id", ">shards", ">pinned", ">size", ">files", "created");
+                new TextTable(
+                        ">id",
+                        ">shards",
+                        ">pinned",
+                        ">local",
+                        ">in storage",
+                        ">size",
+                        ">files",
+                        "created");
         for (Map.Entry<Long, List<SnapshotInfo>> entry : perId.entrySet()) {
             SnapshotTotals totals = SnapshotTotals.of(entry.getValue());
             summary.row(
                     entry.getKey(),
                     totals.count() + "/" + info.shardCount(),
                     totals.pinned(),
+                    totals.local(),
+                    totals.inCheckpointStorage(),
                     Formats.size(totals.bytes()),
                     totals.files(),
                     Formats.instant(totals.oldestCreatedMillis()));
@@ -384,13 +394,26 @@ final class AdminCommands {
         }
     }
 
+    /**
+     * Where a snapshot is: on this node ({@code local}), in the job's checkpoint storage ({@code
+     * storage}: restoring from it downloads), or both.
+     */
+    private static String where(SnapshotInfo snapshot) {
+        if (!snapshot.local()) {
+            return "storage";
+        }
+        return snapshot.inCheckpointStorage() ? "local+storage" : "local";
+    }
+
     private static TextTable snapshotTable(List<SnapshotInfo> snapshots) {
-        TextTable table = new TextTable(">id", ">shard", "pinned", ">size", ">files", "created");
+        TextTable table =
+                new TextTable(">id", ">shard", "pinned", "where", ">size", ">files", "created");
         for (SnapshotInfo snapshot : snapshots) {
             table.row(
                     snapshot.snapshotId(),
                     snapshot.shard(),
                     snapshot.pinned() ? "yes" : "no",
+                    where(snapshot),
                     Formats.size(snapshot.sizeBytes()),
                     snapshot.fileCount(),
                     Formats.instant(snapshot.createdAtMillis()));

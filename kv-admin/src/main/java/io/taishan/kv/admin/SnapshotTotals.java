@@ -10,6 +10,8 @@ import java.util.List;
 record SnapshotTotals(
         int count,
         int pinned,
+        int local,
+        int inCheckpointStorage,
         long bytes,
         long files,
         long oldestId,
@@ -18,6 +20,8 @@ record SnapshotTotals(
 
     static SnapshotTotals of(List<SnapshotInfo> snapshots) {
         int pinned = 0;
+        int local = 0;
+        int inCheckpointStorage = 0;
         long bytes = 0;
         long files = 0;
         long oldestId = Long.MAX_VALUE;
@@ -25,6 +29,8 @@ record SnapshotTotals(
         long oldestCreated = Long.MAX_VALUE;
         for (SnapshotInfo s : snapshots) {
             pinned += s.pinned() ? 1 : 0;
+            local += s.local() ? 1 : 0;
+            inCheckpointStorage += s.inCheckpointStorage() ? 1 : 0;
             bytes += s.sizeBytes();
             files += s.fileCount();
             oldestId = Math.min(oldestId, s.snapshotId());
@@ -32,6 +38,14 @@ record SnapshotTotals(
             oldestCreated = Math.min(oldestCreated, s.createdAtMillis());
         }
         return new SnapshotTotals(
-                snapshots.size(), pinned, bytes, files, oldestId, newestId, oldestCreated);
+                snapshots.size(),
+                pinned,
+                local,
+                inCheckpointStorage,
+                bytes,
+                files,
+                oldestId,
+                newestId,
+                oldestCreated);
     }
 }

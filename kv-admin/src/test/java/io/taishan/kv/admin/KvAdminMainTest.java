@@ -169,12 +169,24 @@ class KvAdminMainTest {
         assertThat(perShard)
                 .extracting(row -> row.get(0) + "/" + row.get(1) + "/" + row.get(2))
                 .containsExactly("1/0/no", "1/1/no", "2/0/yes", "2/1/yes", "3/0/no", "3/1/no");
-        assertThat(perShard.get(2).get(3) + " " + perShard.get(2).get(4))
+        // No durable checkpoints here: every snapshot is on the node only.
+        assertThat(perShard).extracting(row -> row.get(3)).containsOnly("local");
+        assertThat(perShard.get(2).get(4) + " " + perShard.get(2).get(5))
                 .isEqualTo(Formats.size(sizeOfPinned));
         List<List<String>> perId = r.summaryRows();
         assertThat(perId)
-                .extracting(row -> row.get(0) + " " + row.get(1) + " " + row.get(2))
-                .containsExactly("1 2/2 0", "2 2/2 2", "3 2/2 0");
+                .extracting(
+                        row ->
+                                row.get(0)
+                                        + " "
+                                        + row.get(1)
+                                        + " "
+                                        + row.get(2)
+                                        + " "
+                                        + row.get(3)
+                                        + " "
+                                        + row.get(4))
+                .containsExactly("1 2/2 0 2 0", "2 2/2 2 2 0", "3 2/2 0 2 0");
         assertThat(r.out).contains("3 snapshot id(s), 6 shard snapshot(s)");
     }
 
@@ -392,21 +404,24 @@ class KvAdminMainTest {
             return rows.get(0);
         }
 
-        /** Rows of a table of shard snapshots: id, shard, pinned, size, files, created. */
+        /** Rows of a table of shard snapshots: id, shard, pinned, where, size, files, created. */
         List<List<String>> snapshotRows() {
             return cells().stream()
                     .filter(
                             row ->
-                                    row.size() == 8
+                                    row.size() == 9
                                             && row.get(0).matches("\\d+")
                                             && row.get(1).matches("\\d+"))
                     .toList();
         }
 
-        /** Rows of the per-id summary: id, shards/of, pinned, size, files, created. */
+        /**
+         * Rows of the per-id summary: id, shards/of, pinned, local, in storage, size, files,
+         * created.
+         */
         List<List<String>> summaryRows() {
             return cells().stream()
-                    .filter(row -> row.size() == 8 && row.get(1).matches("\\d+/\\d+"))
+                    .filter(row -> row.size() == 10 && row.get(1).matches("\\d+/\\d+"))
                     .toList();
         }
 

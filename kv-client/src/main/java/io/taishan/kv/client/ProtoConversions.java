@@ -23,7 +23,9 @@ final class ProtoConversions {
                 s.getCreatedAtMillis(),
                 s.getSizeBytes(),
                 s.getFileCount(),
-                s.getReused());
+                s.getReused(),
+                s.getInCheckpointStorage(),
+                !s.getEvicted());
     }
 
     /**

@@ -1,10 +1,14 @@
 package io.taishan.kv.client;
 
 /**
- * A durable snapshot of one shard.
+ * A snapshot of one shard on the node that owns it.
  *
  * @param reused true when the shard had no writes since its previous snapshot, whose files were
  *     reused
+ * @param inCheckpointStorage true when its files are in the job's checkpoint storage too (durable
+ *     checkpoints)
+ * @param local false when only checkpoint storage holds it: the node dropped its local copy, and a
+ *     restore from it downloads
  */
 public record SnapshotInfo(
         String table,
@@ -14,4 +18,6 @@ public record SnapshotInfo(
         long createdAtMillis,
         long sizeBytes,
         int fileCount,
-        boolean reused) {}
+        boolean reused,
+        boolean inCheckpointStorage,
+        boolean local) {}

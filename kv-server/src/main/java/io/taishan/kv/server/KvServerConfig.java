@@ -6,6 +6,7 @@ import io.taishan.kv.protocol.KvLimits;
 import io.taishan.kv.server.durable.DurableOptions;
 import io.taishan.kv.server.security.SecurityOptions;
 import io.taishan.kv.server.storage.FilterOptions;
+import io.taishan.kv.server.storage.SnapshotCacheOptions;
 import io.taishan.kv.server.storage.StorageOptions;
 import io.taishan.kv.server.storage.WalMode;
 import java.nio.file.Path;
@@ -90,7 +91,8 @@ public final class KvServerConfig {
                                 b.filterMaxMemoryBytes,
                                 b.filterRebuildThreads,
                                 b.filterRebuildBytesPerSecond,
-                                b.filterMaxConcurrentFetches));
+                                b.filterMaxConcurrentFetches),
+                        new SnapshotCacheOptions(b.localSnapshotsPerShard, b.localSnapshotMaxAge));
         this.shutdownGrace = b.shutdownGrace;
         this.ttlSweepInterval = b.ttlSweepInterval;
         this.ttlSweepBytesPerSecond = b.ttlSweepBytesPerSecond;
@@ -123,6 +125,8 @@ public final class KvServerConfig {
         b.storeIdleClose = storage.storeIdleClose();
         b.maxOpenStores = storage.maxOpenStores();
         b.filters(storage.filters());
+        b.localSnapshotsPerShard = storage.snapshotCache().keepPerShard();
+        b.localSnapshotMaxAge = storage.snapshotCache().maxAge();
         b.shutdownGrace = shutdownGrace;
         b.ttlSweepInterval = ttlSweepInterval;
         b.ttlSweepBytesPerSecond = ttlSweepBytesPerSecond;
@@ -309,6 +313,8 @@ public final class KvServerConfig {
         private int durableMaxAttempts = DurableOptions.DEFAULT_MAX_ATTEMPTS;
         private Duration durableRetryBackoff = DurableOptions.DEFAULT_RETRY_BACKOFF;
         private Duration durableTransferTimeout = DurableOptions.DEFAULT_TRANSFER_TIMEOUT;
+        private int localSnapshotsPerShard = SnapshotCacheOptions.DEFAULTS.keepPerShard();
+        private Duration localSnapshotMaxAge = SnapshotCacheOptions.DEFAULTS.maxAge();
 
         private Builder() {
             StorageOptions d = StorageOptions.defaults(Path.of("."));
@@ -539,6 +545,13 @@ public final class KvServerConfig {
             return this;
         }
 
+        /** {@code durable.local-snapshots-per-shard} and {@code durable.local-snapshot-max-age}. */
+        public Builder snapshotCache(SnapshotCacheOptions options) {
+            localSnapshotsPerShard = options.keepPerShard();
+            localSnapshotMaxAge = options.maxAge();
+            return this;
+        }
+
         /** All the {@code durable.*} settings at once. */
         public Builder durable(DurableOptions options) {
             durableEnabled = options.enabled();
@@ -679,6 +692,10 @@ public final class KvServerConfig {
                             durableRetryBackoff = ConfigValues.duration(key, v);
                     case "durable.transfer-timeout" ->
                             durableTransferTimeout = ConfigValues.duration(key, v);
+                    case "durable.local-snapshots-per-shard" ->
+                            localSnapshotsPerShard = ConfigValues.integer(key, v);
+                    case "durable.local-snapshot-max-age" ->
+                            localSnapshotMaxAge = ConfigValues.duration(key, v);
                     default ->
                             throw new IllegalStateException(
                                     "config key '"

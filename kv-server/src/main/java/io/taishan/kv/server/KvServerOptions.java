@@ -547,6 +547,27 @@ public final class KvServerOptions {
                     "How long one upload or download of a cut may take; past it the call fails, an"
                             + " upload deleting what it wrote.");
 
+    public static final ServerOption DURABLE_LOCAL_SNAPSHOTS_PER_SHARD =
+            option(
+                    "durable.local-snapshots-per-shard",
+                    ValueType.INTEGER,
+                    "2",
+                    "Of each shard's snapshots that are in checkpoint storage, the newest this many"
+                            + " keep their local copy (a restore on this node from them is"
+                            + " metadata-only; from an older one it downloads). Older local copies go"
+                            + " as soon as a newer snapshot is uploaded, and so do snapshots that"
+                            + " never were and are older than one that was (aborted checkpoints)."
+                            + " Snapshots of tables without durable checkpoints are never touched.");
+
+    public static final ServerOption DURABLE_LOCAL_SNAPSHOT_MAX_AGE =
+            option(
+                    "durable.local-snapshot-max-age",
+                    ValueType.DURATION,
+                    "2h",
+                    "A local copy of a snapshot in checkpoint storage older than this goes whatever"
+                            + " its rank: a stopped or cancelled job's table keeps no snapshot files"
+                            + " on the node (its checkpoints restore by download).");
+
     private static final Map<String, ServerOption> BY_KEY = byKey();
 
     /** Every option, in declaration order. */

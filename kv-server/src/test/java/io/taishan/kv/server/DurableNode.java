@@ -7,6 +7,7 @@ import io.taishan.kv.client.ShardLease;
 import io.taishan.kv.client.WriteBatch;
 import io.taishan.kv.server.durable.DurableOptions;
 import io.taishan.kv.server.storage.DurableFiles;
+import io.taishan.kv.server.storage.SnapshotCacheOptions;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -30,13 +31,20 @@ final class DurableNode implements AutoCloseable {
     private final Path dataDir;
     private final int port;
     @Nullable private final DurableOptions durable;
+    private final SnapshotCacheOptions snapshotCache;
     private EmbeddedKvServer server;
 
     /** {@code durable} null: the node has no checkpoint storage. */
     DurableNode(Path dataDir, @Nullable DurableOptions durable) {
+        this(dataDir, durable, SnapshotCacheOptions.DEFAULTS);
+    }
+
+    DurableNode(
+            Path dataDir, @Nullable DurableOptions durable, SnapshotCacheOptions snapshotCache) {
         this.dataDir = dataDir;
         this.port = freePort();
         this.durable = durable;
+        this.snapshotCache = snapshotCache;
         start();
     }
 
@@ -52,7 +60,8 @@ final class DurableNode implements AutoCloseable {
                         .port(port)
                         .dataDir(dataDir)
                         .blockCacheBytes(8 << 20)
-                        .writeBufferBytes(8 << 20);
+                        .writeBufferBytes(8 << 20)
+                        .snapshotCache(snapshotCache);
         if (durable != null) {
             b.durable(durable);
         }

@@ -58,6 +58,8 @@ final class Protos {
                 .setSizeBytes(m.sizeBytes())
                 .setFileCount(m.fileCount())
                 .setReused(m.reused())
+                .setInCheckpointStorage(m.inCheckpointStorage())
+                .setEvicted(!m.local())
                 .build();
     }
 

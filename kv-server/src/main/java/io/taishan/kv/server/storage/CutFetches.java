@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -313,6 +314,12 @@ final class CutFetches {
             list.add(new SnapshotCatalog.Marker((int) m[0], m[1], false, cutId, false));
         }
         source.catalog().record(list);
+        Map<Long, BitSet> byId = new HashMap<>();
+        for (long[] m : markers) {
+            byId.computeIfAbsent(m[1], id -> new BitSet()).set((int) m[0]);
+        }
+        // Fetched from checkpoint storage: a local copy of a durable snapshot, as if uploaded.
+        byId.forEach(source.catalog()::markUploaded);
     }
 
     private static void deleteQuietly(Path dir) {

@@ -9,6 +9,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.Collection;
 import java.util.HashMap;
@@ -46,7 +47,10 @@ import org.slf4j.LoggerFactory;
 public final class SnapshotCatalog {
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotCatalog.class);
     private static final int MAGIC = 0x5453534e; // "TSSN"
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
+
+    /** Version 1 records have no uploaded and evicted shards. */
+    private static final int VERSION_1 = 1;
 
     private final String table;
     private final Path snapshotsDir;
@@ -85,6 +89,16 @@ public final class SnapshotCatalog {
         final BitSet pinned = new BitSet();
         final BitSet reused = new BitSet();
 
+        /** Shards whose snapshot here is also in checkpoint storage (uploaded, or fetched). */
+        final BitSet uploaded = new BitSet();
+
+        /**
+         * Shards whose snapshot is only in checkpoint storage: the local copy went ({@link
+         * #evict}). Never in {@link #shardsByCut}; their pinned bit stays, so drops treat them as
+         * they treated the local snapshot.
+         */
+        final BitSet evicted = new BitSet();
+
         Snapshot(long id, long createdAtMillis) {
             this.id = id;
             this.createdAtMillis = createdAtMillis;
@@ -100,7 +114,12 @@ public final class SnapshotCatalog {
         }
 
         boolean isEmpty() {
-            return shardsByCut.isEmpty();
+            return shardsByCut.isEmpty() && evicted.isEmpty();
+        }
+
+        /** Whether the shard has this snapshot, local or only in checkpoint storage. */
+        boolean has(int shard) {
+            return evicted.get(shard) || cutOf(shard) >= 0;
         }
     }
 
@@ -354,7 +373,7 @@ public final class SnapshotCatalog {
             for (Marker m : markers) {
                 Snapshot s = snapshots.computeIfAbsent(m.snapshotId(), id -> new Snapshot(id, now));
                 long existing = s.cutOf(m.shard());
-                if (existing >= 0 && s.pinned.get(m.shard())) {
+                if (s.has(m.shard()) && s.pinned.get(m.shard())) {
                     result.add(meta(s, m.shard(), existing));
                     continue;
                 }
@@ -370,6 +389,8 @@ public final class SnapshotCatalog {
                 bits.set(m.shard());
                 s.pinned.set(m.shard(), m.pinned());
                 s.reused.set(m.shard(), m.reused());
+                s.uploaded.clear(m.shard());
+                s.evicted.clear(m.shard());
                 s.createdAtMillis = now;
                 touched.put(s.id, s);
                 result.add(meta(s, m.shard(), m.cutId()));
@@ -388,6 +409,7 @@ public final class SnapshotCatalog {
         bits.clear(shard);
         s.pinned.clear(shard);
         s.reused.clear(shard);
+        s.uploaded.clear(shard);
         if (bits.isEmpty()) {
             s.shardsByCut.remove(cutId);
             unref(cutId, freed);
@@ -403,17 +425,19 @@ public final class SnapshotCatalog {
                 s.createdAtMillis,
                 e == null ? 0 : e.cut.sizeBytes(),
                 e == null ? 0 : e.cut.fileCount(),
-                s.reused.get(shard));
+                s.reused.get(shard),
+                s.uploaded.get(shard) || cutId < 0,
+                cutId >= 0);
     }
 
     // ---- listing
 
+    /** {@code shard}'s snapshot {@code snapshotId}, local or only in checkpoint storage. */
     @Nullable
     SnapshotMeta snapshot(int shard, long snapshotId) {
         synchronized (lock) {
             Snapshot s = snapshots.get(snapshotId);
-            long cutId = s == null ? -1 : s.cutOf(shard);
-            return cutId < 0 ? null : meta(s, shard, cutId);
+            return s == null || !s.has(shard) ? null : meta(s, shard, s.cutOf(shard));
         }
     }
 
@@ -425,26 +449,29 @@ public final class SnapshotCatalog {
         }
     }
 
-    /** {@code shard}'s snapshots, by id. */
+    /** {@code shard}'s snapshots, local or only in checkpoint storage, by id. */
     List<SnapshotMeta> snapshots(int shard) {
         synchronized (lock) {
             List<SnapshotMeta> result = new ArrayList<>();
             for (Snapshot s : snapshots.values()) {
-                long cutId = s.cutOf(shard);
-                if (cutId >= 0) {
-                    result.add(meta(s, shard, cutId));
+                if (s.has(shard)) {
+                    result.add(meta(s, shard, s.cutOf(shard)));
                 }
             }
             return result;
         }
     }
 
-    /** Every (shard, snapshot) of the table on this node, by snapshot id, then shard. */
+    /**
+     * Every (shard, snapshot) of the table on this node, local or only in checkpoint storage, by
+     * snapshot id, then shard.
+     */
     List<ShardSnapshot> allSnapshots() {
         synchronized (lock) {
             List<ShardSnapshot> result = new ArrayList<>();
             for (Snapshot s : snapshots.values()) {
                 BitSet all = shardsOf(s);
+                all.or(s.evicted);
                 for (int shard = all.nextSetBit(0); shard >= 0; shard = all.nextSetBit(shard + 1)) {
                     result.add(new ShardSnapshot(shard, meta(s, shard, s.cutOf(shard))));
                 }
@@ -493,6 +520,114 @@ public final class SnapshotCatalog {
         }
     }
 
+    // ---- the local copy as a cache of checkpoint storage
+
+    /**
+     * Shards of snapshot {@code snapshotId} whose files are now in checkpoint storage too (an
+     * upload finished, or the cut was fetched from there). Durably recorded before it returns.
+     */
+    void markUploaded(long snapshotId, BitSet shards) {
+        synchronized (lock) {
+            Snapshot s = snapshots.get(snapshotId);
+            if (s == null) {
+                return;
+            }
+            BitSet local = shardsOf(s);
+            local.and(shards);
+            local.andNot(s.uploaded);
+            if (local.isEmpty()) {
+                return;
+            }
+            s.uploaded.or(local);
+            persist(s);
+        }
+    }
+
+    /** What {@link #evict} did: local copies dropped, and snapshots dropped whole. */
+    public record Eviction(int evicted, int dropped) {
+        static final Eviction NONE = new Eviction(0, 0);
+    }
+
+    /**
+     * Treats the local copies of snapshots that are in checkpoint storage as a cache, per shard:
+     * the newest {@code keepPerShard} such copies stay unless taken before {@code olderThanMillis};
+     * the others are <em>evicted</em>: their cut reference goes, their record stays (listed as only
+     * in checkpoint storage, dropped by the job's drops as before). A snapshot that never reached
+     * checkpoint storage but is older than one that did is dropped whole: with durable checkpoints
+     * a checkpoint completes only once uploaded, so it was aborted or abandoned. Pinned ones of
+     * those stay (a native savepoint taken without durable checkpoints is its only copy), and so
+     * does everything newer than the newest uploaded snapshot (a checkpoint under way), and every
+     * snapshot of a shard that never had one uploaded (durable checkpoints off: the local snapshot
+     * is the checkpoint).
+     */
+    Eviction evict(int keepPerShard, long olderThanMillis) {
+        List<CutEntry> freed = new ArrayList<>();
+        int evicted = 0;
+        int dropped = 0;
+        synchronized (lock) {
+            int[] uploadedNewer = new int[0];
+            for (Snapshot s : new ArrayList<>(snapshots.descendingMap().values())) {
+                BitSet local = shardsOf(s);
+                BitSet evict = new BitSet();
+                BitSet drop = new BitSet();
+                for (int shard = local.nextSetBit(0);
+                        shard >= 0;
+                        shard = local.nextSetBit(shard + 1)) {
+                    if (shard >= uploadedNewer.length) {
+                        uploadedNewer =
+                                Arrays.copyOf(
+                                        uploadedNewer,
+                                        Math.max(shard + 1, uploadedNewer.length * 2));
+                    }
+                    if (s.uploaded.get(shard)) {
+                        int rank = ++uploadedNewer[shard];
+                        if (rank > keepPerShard || s.createdAtMillis < olderThanMillis) {
+                            evict.set(shard);
+                        }
+                    } else if (uploadedNewer[shard] > 0 && !s.pinned.get(shard)) {
+                        drop.set(shard);
+                    }
+                }
+                if (evict.isEmpty() && drop.isEmpty()) {
+                    continue;
+                }
+                BitSet going = (BitSet) evict.clone();
+                going.or(drop);
+                for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
+                        it.hasNext(); ) {
+                    Map.Entry<Long, BitSet> e = it.next();
+                    if (!e.getValue().intersects(going)) {
+                        continue;
+                    }
+                    e.getValue().andNot(going);
+                    if (e.getValue().isEmpty()) {
+                        // Read before remove(): TreeMap may move the successor into e.
+                        long cutId = e.getKey();
+                        it.remove();
+                        unref(cutId, freed);
+                    }
+                }
+                s.reused.andNot(going);
+                s.uploaded.andNot(going);
+                s.pinned.andNot(drop);
+                s.evicted.or(evict);
+                evicted += evict.cardinality();
+                dropped += drop.cardinality();
+                persistOrDelete(s);
+            }
+        }
+        delete(freed);
+        if (evicted + dropped > 0) {
+            LOG.info(
+                    "Table '{}': {} local snapshot copies evicted (in checkpoint storage), {}"
+                            + " abandoned snapshots dropped",
+                    table,
+                    evicted,
+                    dropped);
+        }
+        return new Eviction(evicted, dropped);
+    }
+
     // ---- drops
 
     /** Drops one shard's snapshot, pinned or not; false if there was none. */
@@ -502,9 +637,14 @@ public final class SnapshotCatalog {
         synchronized (lock) {
             Snapshot s = snapshots.get(snapshotId);
             long cutId = s == null ? -1 : s.cutOf(shard);
-            dropped = cutId >= 0;
-            if (dropped) {
+            dropped = cutId >= 0 || (s != null && s.evicted.get(shard));
+            if (cutId >= 0) {
                 removeShard(s, shard, cutId, freed);
+            } else if (dropped) {
+                s.evicted.clear(shard);
+                s.pinned.clear(shard);
+            }
+            if (dropped) {
                 persistOrDelete(s);
             }
         }
@@ -531,6 +671,7 @@ public final class SnapshotCatalog {
                     e.getValue().andNot(going);
                     s.pinned.andNot(going);
                     s.reused.andNot(going);
+                    s.uploaded.andNot(going);
                     if (e.getValue().isEmpty()) {
                         // Read before remove(): TreeMap may move the successor into e.
                         long cutId = e.getKey();
@@ -538,6 +679,11 @@ public final class SnapshotCatalog {
                         unref(cutId, freed);
                     }
                 }
+                BitSet evicted = (BitSet) s.evicted.clone();
+                evicted.and(shards);
+                dropped += evicted.cardinality();
+                s.evicted.andNot(evicted);
+                s.pinned.andNot(evicted);
                 if (dropped > 0) {
                     persistOrDelete(s);
                 }
@@ -588,6 +734,7 @@ public final class SnapshotCatalog {
                     dropped += going.cardinality();
                     bits.andNot(going);
                     s.reused.andNot(going);
+                    s.uploaded.andNot(going);
                     changed = true;
                     if (bits.isEmpty()) {
                         // Read before remove(): TreeMap may move the successor into e.
@@ -595,6 +742,16 @@ public final class SnapshotCatalog {
                         it.remove();
                         unref(cutId, freed);
                     }
+                }
+                BitSet evicted = (BitSet) s.evicted.clone();
+                evicted.andNot(s.pinned);
+                if (shards != null) {
+                    evicted.and(shards);
+                }
+                if (!evicted.isEmpty()) {
+                    dropped += evicted.cardinality();
+                    s.evicted.andNot(evicted);
+                    changed = true;
                 }
                 if (changed) {
                     persistOrDelete(s);
@@ -661,6 +818,8 @@ public final class SnapshotCatalog {
             }
             writeBits(out, s.pinned);
             writeBits(out, s.reused);
+            writeBits(out, s.uploaded);
+            writeBits(out, s.evicted);
         } catch (IOException e) {
             throw new AssertionError(e);
         }
@@ -689,8 +848,12 @@ public final class SnapshotCatalog {
 
     private Snapshot readSnapshot(Path file) throws IOException {
         try (DataInputStream in = new DataInputStream(Files.newInputStream(file))) {
-            if (in.readInt() != MAGIC || in.readInt() != VERSION) {
+            if (in.readInt() != MAGIC) {
                 throw new IOException("not a Taishan snapshot record");
+            }
+            int version = in.readInt();
+            if (version != VERSION && version != VERSION_1) {
+                throw new IOException("snapshot record version " + version + " is not known");
             }
             Snapshot s = new Snapshot(in.readLong(), in.readLong());
             int cutCount = in.readInt();
@@ -699,6 +862,10 @@ public final class SnapshotCatalog {
             }
             s.pinned.or(readBits(in));
             s.reused.or(readBits(in));
+            if (version >= VERSION) {
+                s.uploaded.or(readBits(in));
+                s.evicted.or(readBits(in));
+            }
             return s;
         } catch (IOException e) {
             throw new IOException("corrupt snapshot record " + file + ": " + e.getMessage(), e);

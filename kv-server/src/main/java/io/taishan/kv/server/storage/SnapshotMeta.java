@@ -7,6 +7,10 @@ package io.taishan.kv.server.storage;
  *
  * @param reused true when it was made from the previous snapshot's files because the shard had not
  *     changed since
+ * @param inCheckpointStorage true when its files are in checkpoint storage (this node uploaded or
+ *     fetched them)
+ * @param local false when only checkpoint storage holds it: the node dropped its local copy (a
+ *     cache of the durable one) and a restore downloads it
  */
 public record SnapshotMeta(
         long snapshotId,
@@ -14,4 +18,6 @@ public record SnapshotMeta(
         long createdAtMillis,
         long sizeBytes,
         int fileCount,
-        boolean reused) {}
+        boolean reused,
+        boolean inCheckpointStorage,
+        boolean local) {}

@@ -12,6 +12,7 @@ import io.taishan.kv.server.storage.DurableSnapshots.UploadedSnapshot;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -119,7 +120,7 @@ final class SnapshotUpload {
         }
         CompletableFuture<UploadedSnapshot> result =
                 CompletableFuture.allOf(settled)
-                        .thenApplyAsync(ignored -> finish(table, uploads), finishOn);
+                        .thenApplyAsync(ignored -> finish(table, snapshotId, uploads), finishOn);
         return new DurableSnapshots.Call<>(result, cancelAll);
     }
 
@@ -137,7 +138,8 @@ final class SnapshotUpload {
     }
 
     /** Once every transfer settled: records the copies and reports them, or undoes the call. */
-    private DurableSnapshots.UploadedSnapshot finish(TableStore table, List<CutUpload> uploads) {
+    private DurableSnapshots.UploadedSnapshot finish(
+            TableStore table, long snapshotId, List<CutUpload> uploads) {
         SnapshotCatalog catalog = table.catalog();
         try {
             TransferFailedException failure = null;
@@ -181,6 +183,11 @@ final class SnapshotUpload {
                                 upload.durableId, List.copyOf(upload.shards), copies));
                 bytes += copies.uploadedBytes();
             }
+            BitSet uploaded = new BitSet();
+            uploads.forEach(u -> u.shards.forEach(uploaded::set));
+            catalog.markUploaded(snapshotId, uploaded);
+            // Now that these copies are durable, older local ones are only a cache.
+            table.evictLocalSnapshots();
             return new DurableSnapshots.UploadedSnapshot(cuts, bytes);
         } finally {
             uploads.forEach(u -> catalog.release(u.cut.id()));

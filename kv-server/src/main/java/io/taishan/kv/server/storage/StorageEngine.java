@@ -120,6 +120,26 @@ public final class StorageEngine implements AutoCloseable {
         long periodMillis = Math.max(50, Math.min(10_000, options.storeIdleClose().toMillis() / 4));
         maintenance.scheduleWithFixedDelay(
                 this::closeIdleStoresQuietly, periodMillis, periodMillis, TimeUnit.MILLISECONDS);
+        // Uploads evict at once; the age rule also needs tables nobody uploads to any more.
+        long evictMillis =
+                Math.max(1_000, Math.min(60_000, options.snapshotCache().maxAge().toMillis() / 4));
+        maintenance.scheduleWithFixedDelay(
+                this::evictLocalSnapshotsQuietly, evictMillis, evictMillis, TimeUnit.MILLISECONDS);
+    }
+
+    /** Applies the snapshot cache rule ({@link SnapshotCatalog#evict}) to every table. */
+    public void evictLocalSnapshots() {
+        for (TableStore t : tables.values()) {
+            t.evictLocalSnapshots();
+        }
+    }
+
+    private void evictLocalSnapshotsQuietly() {
+        try {
+            evictLocalSnapshots();
+        } catch (RuntimeException e) {
+            LOG.warn("Evicting local snapshot copies failed", e);
+        }
     }
 
     /**
@@ -284,7 +304,8 @@ public final class StorageEngine implements AutoCloseable {
                 options.maxOpenFilesPerStore(),
                 options.storeIdleClose(),
                 fit,
-                options.filters());
+                options.filters(),
+                options.snapshotCache());
     }
 
     private static long maxFileDescriptors() {

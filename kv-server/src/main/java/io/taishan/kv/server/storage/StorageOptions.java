@@ -20,6 +20,7 @@ import java.util.Objects;
  * @param storeIdleClose an open store unused this long is flushed and closed
  * @param maxOpenStores above this many open stores, the least recently used are closed
  * @param filters how the shards' Bloom filters are sized, bounded and rebuilt
+ * @param snapshotCache how long local copies of snapshots in checkpoint storage stay
  */
 public record StorageOptions(
         Path dataDir,
@@ -31,7 +32,34 @@ public record StorageOptions(
         int maxOpenFilesPerStore,
         Duration storeIdleClose,
         int maxOpenStores,
-        FilterOptions filters) {
+        FilterOptions filters,
+        SnapshotCacheOptions snapshotCache) {
+
+    /** With the default snapshot cache options. */
+    public StorageOptions(
+            Path dataDir,
+            WalMode walMode,
+            long blockCacheBytes,
+            long writeBufferBytes,
+            long storeWriteBufferBytes,
+            int backgroundThreads,
+            int maxOpenFilesPerStore,
+            Duration storeIdleClose,
+            int maxOpenStores,
+            FilterOptions filters) {
+        this(
+                dataDir,
+                walMode,
+                blockCacheBytes,
+                writeBufferBytes,
+                storeWriteBufferBytes,
+                backgroundThreads,
+                maxOpenFilesPerStore,
+                storeIdleClose,
+                maxOpenStores,
+                filters,
+                SnapshotCacheOptions.DEFAULTS);
+    }
 
     /** With the default filter options. */
     public StorageOptions(
@@ -60,6 +88,7 @@ public record StorageOptions(
     public StorageOptions {
         Objects.requireNonNull(dataDir, "dataDir");
         Objects.requireNonNull(filters, "filters");
+        Objects.requireNonNull(snapshotCache, "snapshotCache");
         Objects.requireNonNull(walMode, "walMode");
         Objects.requireNonNull(storeIdleClose, "storeIdleClose");
         if (blockCacheBytes <= 0 || writeBufferBytes <= 0 || storeWriteBufferBytes <= 0) {
@@ -105,7 +134,8 @@ public record StorageOptions(
                 maxOpenFilesPerStore,
                 storeIdleClose,
                 maxOpenStores,
-                filters);
+                filters,
+                snapshotCache);
     }
 
     public StorageOptions withFilters(FilterOptions newFilters) {
@@ -119,6 +149,22 @@ public record StorageOptions(
                 maxOpenFilesPerStore,
                 storeIdleClose,
                 maxOpenStores,
-                newFilters);
+                newFilters,
+                snapshotCache);
+    }
+
+    public StorageOptions withSnapshotCache(SnapshotCacheOptions cache) {
+        return new StorageOptions(
+                dataDir,
+                walMode,
+                blockCacheBytes,
+                writeBufferBytes,
+                storeWriteBufferBytes,
+                backgroundThreads,
+                maxOpenFilesPerStore,
+                storeIdleClose,
+                maxOpenStores,
+                filters,
+                cache);
     }
 }

@@ -736,6 +736,17 @@ public final class TableStore {
         return result;
     }
 
+    /**
+     * Drops the local copies of snapshots that checkpoint storage holds beyond what {@code
+     * durable.local-snapshots-per-shard} and {@code durable.local-snapshot-max-age} keep (see
+     * {@link SnapshotCatalog#evict}).
+     */
+    public SnapshotCatalog.Eviction evictLocalSnapshots() {
+        SnapshotCacheOptions cache = engine.options().snapshotCache();
+        return catalog.evict(
+                cache.keepPerShard(), System.currentTimeMillis() - cache.maxAge().toMillis());
+    }
+
     /** Every shard snapshot of the table on this node. */
     public List<SnapshotCatalog.ShardSnapshot> allSnapshots() {
         return catalog.allSnapshots();

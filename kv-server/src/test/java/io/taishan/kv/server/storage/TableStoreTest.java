@@ -360,6 +360,34 @@ class TableStoreTest {
         new Writer("a2", 0, 40).restoreFrom(table, 1).assertEvery("k", "a1");
     }
 
+    /**
+     * A snapshot record written before the node tracked which snapshots are in checkpoint storage
+     * (version 1) still reads after an upgrade: the snapshot restores and counts as local only.
+     */
+    @Test
+    void aSnapshotRecordOfTheFirstVersionStillReads() throws IOException {
+        Writer a = new Writer("a", 0, 8).open();
+        a.write("k", "v1", 1);
+        engine.close();
+        Path record = dir.resolve("tables/t/snapshots/1");
+        byte[] v2 = Files.readAllBytes(record);
+        // Version 2 appends two bit sets (uploaded, evicted), empty here: an int 0 each.
+        byte[] v1 = java.util.Arrays.copyOf(v2, v2.length - 8);
+        java.nio.ByteBuffer.wrap(v1).putInt(4, 1);
+        Files.write(record, v1);
+
+        engine = StorageEngine.open(Ops.smallOptions(dir));
+        table = engine.tableStore("t");
+        assertThat(table.allSnapshots())
+                .hasSize(8)
+                .allSatisfy(
+                        s -> {
+                            assertThat(s.meta().local()).isTrue();
+                            assertThat(s.meta().inCheckpointStorage()).isFalse();
+                        });
+        new Writer("b", 0, 8).restoreFrom(table, 1).assertEvery("k", "v1");
+    }
+
     @Test
     void aRestartKeepsLeasesStoresAndSnapshots() {
         Writer a = new Writer("a", 0, 64).open();
