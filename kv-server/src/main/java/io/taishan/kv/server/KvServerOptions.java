@@ -566,7 +566,8 @@ public final class KvServerOptions {
                     "2h",
                     "A local copy of a snapshot in checkpoint storage older than this goes whatever"
                             + " its rank: a stopped or cancelled job's table keeps no snapshot files"
-                            + " on the node (its checkpoints restore by download).");
+                            + " on the node (its checkpoints restore by download). Keep it above the"
+                            + " jobs' checkpoint interval, or their failovers download too.");
 
     private static final Map<String, ServerOption> BY_KEY = byKey();
 
