@@ -82,11 +82,7 @@ class DurableCheckpointITCase {
 
             RunningJob last = runs.startToEnd(3, checkpoint);
             // A cut two subtasks need is downloaded once, for whichever asked first.
-            long downloaded = 0;
-            for (OpenedSubtask subtask : last.awaitOpenedSubtasks().values()) {
-                downloaded += subtask.downloadedBytes();
-            }
-            assertThat(downloaded).as("bytes the empty node downloaded").isPositive();
+            assertThat(downloadedBytes(last)).as("bytes the empty node downloaded").isPositive();
             Map<Long, KeyFinalState> actual = last.awaitFinalStates();
             runs.finished(last);
             FinalStates.assertSame(
@@ -177,11 +173,7 @@ class DurableCheckpointITCase {
             assertThat(kv.listSnapshots(table)).noneMatch(SnapshotInfo::local);
 
             RunningJob last = runs.startToEnd(3, checkpoint);
-            long downloaded = 0;
-            for (OpenedSubtask subtask : last.awaitOpenedSubtasks().values()) {
-                downloaded += subtask.downloadedBytes();
-            }
-            assertThat(downloaded).as("bytes downloaded to restore").isPositive();
+            assertThat(downloadedBytes(last)).as("bytes downloaded to restore").isPositive();
             Map<Long, KeyFinalState> actual = last.awaitFinalStates();
             runs.finished(last);
             FinalStates.assertSame(
@@ -197,6 +189,15 @@ class DurableCheckpointITCase {
                         .toList();
         assertThat(tables).as("tables of job %s", job.id()).hasSize(1);
         return tables.get(0);
+    }
+
+    /** What the job's subtasks downloaded from checkpoint storage when they opened. */
+    private static long downloadedBytes(RunningJob job) throws Exception {
+        long downloaded = 0;
+        for (OpenedSubtask subtask : job.awaitOpenedSubtasks().values()) {
+            downloaded += subtask.downloadedBytes();
+        }
+        return downloaded;
     }
 
     private static long entries(Path dir) throws IOException {

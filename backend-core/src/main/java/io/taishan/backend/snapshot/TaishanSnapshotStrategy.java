@@ -5,6 +5,7 @@ import io.taishan.backend.write.WriteBatchQueue;
 import io.taishan.kv.client.DurableCut;
 import io.taishan.kv.client.DurableFile;
 import io.taishan.kv.client.DurableSnapshot;
+import io.taishan.kv.client.DurableUploadFailedException;
 import io.taishan.kv.client.KvException;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
@@ -316,6 +317,10 @@ public final class TaishanSnapshotStrategy<K>
                             target.exclusiveDir,
                             target.reusable);
         } catch (KvException e) {
+            if (e instanceof DurableUploadFailedException partial) {
+                // Nodes that finished wrote copies no checkpoint will reference.
+                discardCopies(partial.uploaded(), target, checkpointId);
+            }
             throw new IOException(
                     "The kv-server could not copy checkpoint "
                             + checkpointId
@@ -364,19 +369,7 @@ public final class TaishanSnapshotStrategy<K>
                             uploaded.uploadedBytes() + manifest.getStateSize());
         } finally {
             if (handle == null) {
-                // No handle to discard: one on the copies alone deletes what this checkpoint
-                // wrote, never a reused copy.
-                discardQuietly(
-                        DurableCheckpointHandles.handle(
-                                backendId,
-                                range,
-                                checkpointId,
-                                uploaded.cuts(),
-                                target.reusable,
-                                target.exclusiveDir,
-                                new ByteStreamStateHandle("none", new byte[0]),
-                                0),
-                        checkpointId);
+                discardCopies(uploaded.cuts(), target, checkpointId);
             }
         }
         long reusedFiles = 0;
@@ -415,6 +408,22 @@ public final class TaishanSnapshotStrategy<K>
             }
             throw e;
         }
+    }
+
+    /** Deletes the copies of {@code cuts} this checkpoint wrote, never a reused one. */
+    private void discardCopies(List<DurableCut> cuts, DurableTarget target, long checkpointId) {
+        // No handle to discard: one on the copies alone does it.
+        discardQuietly(
+                DurableCheckpointHandles.handle(
+                        backendId,
+                        range,
+                        checkpointId,
+                        cuts,
+                        target.reusable,
+                        target.exclusiveDir,
+                        new ByteStreamStateHandle("none", new byte[0]),
+                        0),
+                checkpointId);
     }
 
     private void discardQuietly(KeyedStateHandle handle, long checkpointId) {

@@ -602,6 +602,17 @@ final class GrpcKvStore
             responses = awaitAll(pending, table);
         } catch (RuntimeException e) {
             pending.forEach(p -> p.cancel(true));
+            List<DurableCut> finished = new ArrayList<>();
+            for (CompletableFuture<UploadSnapshotResponse> call : pending) {
+                if (call.isDone() && !call.isCompletedExceptionally()) {
+                    for (io.taishan.kv.proto.DurableCut cut : call.join().getCutsList()) {
+                        finished.add(ProtoConversions.durableCut(cut));
+                    }
+                }
+            }
+            if (!finished.isEmpty() && e instanceof KvException k) {
+                throw new DurableUploadFailedException(k, finished);
+            }
             throw e;
         }
         List<DurableCut> cuts = new ArrayList<>();

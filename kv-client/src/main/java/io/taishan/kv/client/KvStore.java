@@ -265,10 +265,10 @@ public interface KvStore extends AutoCloseable {
          * @throws SnapshotNotFoundException if a shard does not hold the snapshot
          * @throws KvException with {@code DURABLE_DISABLED} on a node without {@code
          *     durable.enabled}, {@code STORAGE_ERROR} naming the file and cause when the storage
-         *     failed (nothing partial is reported: the failed node deleted what it wrote, and the
-         *     calls still running on other nodes are cancelled, so they delete theirs; a node that
-         *     had already answered keeps its copies, referenced by no checkpoint, as the files of a
-         *     TaskManager that fails mid-checkpoint stay)
+         *     failed (the failed node deleted what it wrote, and the calls still running on other
+         *     nodes are cancelled, so they delete theirs)
+         * @throws DurableUploadFailedException as those, when some nodes had finished: it names
+         *     their cuts, whose new copies the caller deletes
          */
         DurableSnapshot uploadSnapshot(
                 String table,

@@ -4,6 +4,8 @@ import static io.taishan.kv.client.WriteBatchTest.b;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.grpc.Status;
+import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.OpenShardRequest;
 import io.taishan.kv.proto.ShardRef;
 import io.taishan.kv.proto.ShardWrite;
@@ -16,6 +18,12 @@ import io.taishan.kv.protocol.ShardPlacement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -323,5 +331,69 @@ class GrpcKvStoreClusterTest {
                 .hasMessageContaining(cluster.address(2));
         // Atomic per shard, not per batch: the live nodes applied theirs.
         assertThat(store.get(elsewhere, b("k"))).isEqualTo(b("v"));
+    }
+
+    /**
+     * One node fails its upload after the others finished theirs: the call fails with that node's
+     * error and names the cuts the others wrote, which no checkpoint will reference, so the caller
+     * can delete them.
+     */
+    @Test
+    void anUploadThatFailsOnOneNodeAfterTheOthersFinishedNamesTheirCuts() throws Exception {
+        store.createTable("t", SHARDS);
+        int failing = owner(0);
+        CountDownLatch gate = cluster.node(failing).hold("UploadSnapshot");
+        cluster.node(failing)
+                .failNext("UploadSnapshot", 1, Status.Code.INTERNAL, ErrorCode.STORAGE_ERROR);
+        Set<String> finishing = new TreeSet<>();
+        for (int shard = 0; shard < SHARDS; shard++) {
+            if (owner(shard) != failing) {
+                finishing.add("cut-of-" + ScriptedKvService.nameOf(owner(shard)));
+            }
+        }
+        assertThat(finishing).isNotEmpty();
+
+        CompletableFuture<DurableSnapshot> upload =
+                CompletableFuture.supplyAsync(
+                        () ->
+                                store.durable()
+                                        .orElseThrow()
+                                        .uploadSnapshot(
+                                                "t",
+                                                1,
+                                                IntStream.range(0, SHARDS).toArray(),
+                                                "file:///ckpt/shared",
+                                                "file:///ckpt/chk-1",
+                                                Set.of()));
+        // The others answer at once; the failing node only once they have.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (answered(failing) < finishing.size() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        Thread.sleep(200);
+        gate.countDown();
+
+        assertThatThrownBy(upload::join)
+                .hasCauseInstanceOf(DurableUploadFailedException.class)
+                .cause()
+                .satisfies(
+                        e -> {
+                            DurableUploadFailedException failed = (DurableUploadFailedException) e;
+                            assertThat(failed.code()).isEqualTo(ErrorCode.STORAGE_ERROR);
+                            assertThat(failed.uploaded())
+                                    .extracting(DurableCut::cutId)
+                                    .containsExactlyInAnyOrderElementsOf(finishing);
+                        });
+    }
+
+    /** UploadSnapshot calls the nodes other than {@code except} have served. */
+    private int answered(int except) {
+        int served = 0;
+        for (int node = 0; node < NODES; node++) {
+            if (node != except) {
+                served += cluster.node(node).calls("UploadSnapshot");
+            }
+        }
+        return served;
     }
 }

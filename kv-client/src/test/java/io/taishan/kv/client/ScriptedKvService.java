@@ -23,6 +23,7 @@ import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowResponse;
 import io.taishan.kv.proto.DropTableRequest;
 import io.taishan.kv.proto.DropTableResponse;
+import io.taishan.kv.proto.DurableFile;
 import io.taishan.kv.proto.ErrorCode;
 import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.FetchFilterResponse;
@@ -54,6 +55,8 @@ import io.taishan.kv.proto.SnapshotInfo;
 import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.SnapshotResponse;
 import io.taishan.kv.proto.TableInfo;
+import io.taishan.kv.proto.UploadSnapshotRequest;
+import io.taishan.kv.proto.UploadSnapshotResponse;
 import io.taishan.kv.proto.ValueResult;
 import io.taishan.kv.proto.WriteOp;
 import io.taishan.kv.proto.WriteRequest;
@@ -542,6 +545,42 @@ public final class ScriptedKvService extends KvServiceGrpc.KvServiceImplBase {
                                         request.getPinned()));
                     }
                     return response.build();
+                });
+    }
+
+    /**
+     * Copies nothing: answers with one cut of the request's shards whose one file is named after
+     * this node under the shared directory, as if just written.
+     */
+    @Override
+    public void uploadSnapshot(
+            UploadSnapshotRequest request, StreamObserver<UploadSnapshotResponse> observer) {
+        serve(
+                "UploadSnapshot",
+                request,
+                observer,
+                () -> {
+                    String node = nameOf(selfIndex);
+                    DurableFile file =
+                            DurableFile.newBuilder()
+                                    .setName("000001.sst")
+                                    .setPath(request.getSharedDir() + "/" + node + "-000001.sst")
+                                    .setSizeBytes(100)
+                                    .build();
+                    DurableFile pack =
+                            DurableFile.newBuilder()
+                                    .setPath(request.getExclusiveDir() + "/" + node + "-meta")
+                                    .setSizeBytes(10)
+                                    .build();
+                    return UploadSnapshotResponse.newBuilder()
+                            .addCuts(
+                                    io.taishan.kv.proto.DurableCut.newBuilder()
+                                            .setCutId("cut-of-" + node)
+                                            .addAllShards(request.getShardsList())
+                                            .addFiles(file)
+                                            .setMetadataPack(pack))
+                            .setUploadedBytes(110)
+                            .build();
                 });
     }
 

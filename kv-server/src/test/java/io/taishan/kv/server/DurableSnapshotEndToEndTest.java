@@ -56,8 +56,8 @@ class DurableSnapshotEndToEndTest {
         return IntStream.range(0, SHARDS).toArray();
     }
 
-    private static List<ShardRestore> restores(
-            String source, long snapshotId, DurableSnapshot snapshot) {
+    /** A restore of every shard {@code snapshot} holds, from the cut that holds it. */
+    static List<ShardRestore> restores(String source, long snapshotId, DurableSnapshot snapshot) {
         List<ShardRestore> restores = new ArrayList<>();
         for (DurableCut cut : snapshot.cuts()) {
             for (int shard : cut.shards()) {

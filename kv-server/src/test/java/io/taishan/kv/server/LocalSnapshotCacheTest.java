@@ -3,19 +3,16 @@ package io.taishan.kv.server;
 import static io.taishan.kv.server.DurableNode.read;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.taishan.kv.client.DurableCut;
 import io.taishan.kv.client.DurableRestore;
 import io.taishan.kv.client.DurableSnapshot;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.ShardLease;
-import io.taishan.kv.client.ShardRestore;
 import io.taishan.kv.client.SnapshotInfo;
 import io.taishan.kv.server.storage.SnapshotCacheOptions;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -113,7 +110,11 @@ class LocalSnapshotCacheTest {
 
             // A restore of 1 (say a retained checkpoint) downloads, exactly.
             DurableRestore restored =
-                    durable.restoreShards(TABLE, "w2", restores(TABLE, 1, one), one.cuts());
+                    durable.restoreShards(
+                            TABLE,
+                            "w2",
+                            DurableSnapshotEndToEndTest.restores(TABLE, 1, one),
+                            one.cuts());
             assertThat(restored.downloadedBytes()).isPositive();
             assertThat(read(kv, restored.leases())).isEqualTo(atOne);
         }
@@ -203,16 +204,5 @@ class LocalSnapshotCacheTest {
 
     private static int[] all() {
         return IntStream.range(0, SHARDS).toArray();
-    }
-
-    private static List<ShardRestore> restores(String source, long id, DurableSnapshot snapshot) {
-        List<ShardRestore> restores = new ArrayList<>();
-        for (DurableCut cut : snapshot.cuts()) {
-            for (int shard : cut.shards()) {
-                restores.add(new ShardRestore(shard, source, id, cut.cutId()));
-            }
-        }
-        restores.sort((a, b) -> Integer.compare(a.shard(), b.shard()));
-        return restores;
     }
 }
