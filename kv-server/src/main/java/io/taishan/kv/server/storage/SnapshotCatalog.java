@@ -416,6 +416,39 @@ public final class SnapshotCatalog {
         }
     }
 
+    /**
+     * Removes the snapshots of {@code going} from {@code s}, local ones (their cut references with
+     * them) and evicted ones; their pinned bits stay for the caller to decide. Returns how many.
+     */
+    @GuardedBy("lock")
+    private int remove(Snapshot s, BitSet going, List<CutEntry> freed) {
+        int removed = 0;
+        for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
+                it.hasNext(); ) {
+            Map.Entry<Long, BitSet> e = it.next();
+            BitSet bits = e.getValue();
+            if (!bits.intersects(going)) {
+                continue;
+            }
+            int before = bits.cardinality();
+            bits.andNot(going);
+            removed += before - bits.cardinality();
+            if (bits.isEmpty()) {
+                // Read before remove(): TreeMap may move the successor's key into e.
+                long cutId = e.getKey();
+                it.remove();
+                unref(cutId, freed);
+            }
+        }
+        s.reused.andNot(going);
+        s.uploaded.andNot(going);
+        BitSet evicted = (BitSet) s.evicted.clone();
+        evicted.and(going);
+        removed += evicted.cardinality();
+        s.evicted.andNot(going);
+        return removed;
+    }
+
     @GuardedBy("lock")
     private SnapshotMeta meta(Snapshot s, int shard, long cutId) {
         CutEntry e = cuts.get(cutId);
@@ -544,9 +577,7 @@ public final class SnapshotCatalog {
     }
 
     /** What {@link #evict} did: local copies dropped, and snapshots dropped whole. */
-    public record Eviction(int evicted, int dropped) {
-        static final Eviction NONE = new Eviction(0, 0);
-    }
+    public record Eviction(int evicted, int dropped) {}
 
     /**
      * Treats the local copies of snapshots that are in checkpoint storage as a cache, per shard:
@@ -559,6 +590,9 @@ public final class SnapshotCatalog {
      * does everything newer than the newest uploaded snapshot (a checkpoint under way), and every
      * snapshot of a shard that never had one uploaded (durable checkpoints off: the local snapshot
      * is the checkpoint).
+     *
+     * <p>Cost: one pass over the bit sets of the table's snapshots, and one record write per
+     * snapshot it changes; run after each upload and by the node's periodic sweep.
      */
     Eviction evict(int keepPerShard, long olderThanMillis) {
         List<CutEntry> freed = new ArrayList<>();
@@ -593,22 +627,7 @@ public final class SnapshotCatalog {
                 }
                 BitSet going = (BitSet) evict.clone();
                 going.or(drop);
-                for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
-                        it.hasNext(); ) {
-                    Map.Entry<Long, BitSet> e = it.next();
-                    if (!e.getValue().intersects(going)) {
-                        continue;
-                    }
-                    e.getValue().andNot(going);
-                    if (e.getValue().isEmpty()) {
-                        // Read before remove(): TreeMap may move the successor into e.
-                        long cutId = e.getKey();
-                        it.remove();
-                        unref(cutId, freed);
-                    }
-                }
-                s.reused.andNot(going);
-                s.uploaded.andNot(going);
+                remove(s, going, freed);
                 s.pinned.andNot(drop);
                 s.evicted.or(evict);
                 evicted += evict.cardinality();
@@ -659,32 +678,9 @@ public final class SnapshotCatalog {
         synchronized (lock) {
             Snapshot s = snapshots.get(snapshotId);
             if (s != null) {
-                for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
-                        it.hasNext(); ) {
-                    Map.Entry<Long, BitSet> e = it.next();
-                    BitSet going = (BitSet) e.getValue().clone();
-                    going.and(shards);
-                    if (going.isEmpty()) {
-                        continue;
-                    }
-                    dropped += going.cardinality();
-                    e.getValue().andNot(going);
-                    s.pinned.andNot(going);
-                    s.reused.andNot(going);
-                    s.uploaded.andNot(going);
-                    if (e.getValue().isEmpty()) {
-                        // Read before remove(): TreeMap may move the successor into e.
-                        long cutId = e.getKey();
-                        it.remove();
-                        unref(cutId, freed);
-                    }
-                }
-                BitSet evicted = (BitSet) s.evicted.clone();
-                evicted.and(shards);
-                dropped += evicted.cardinality();
-                s.evicted.andNot(evicted);
-                s.pinned.andNot(evicted);
+                dropped = remove(s, shards, freed);
                 if (dropped > 0) {
+                    s.pinned.andNot(shards);
                     persistOrDelete(s);
                 }
             }
@@ -718,42 +714,14 @@ public final class SnapshotCatalog {
                 if (!test.matches(s.id)) {
                     continue;
                 }
-                boolean changed = false;
-                for (Iterator<Map.Entry<Long, BitSet>> it = s.shardsByCut.entrySet().iterator();
-                        it.hasNext(); ) {
-                    Map.Entry<Long, BitSet> e = it.next();
-                    BitSet bits = e.getValue();
-                    BitSet going = (BitSet) bits.clone();
-                    going.andNot(s.pinned);
-                    if (shards != null) {
-                        going.and(shards);
-                    }
-                    if (going.isEmpty()) {
-                        continue;
-                    }
-                    dropped += going.cardinality();
-                    bits.andNot(going);
-                    s.reused.andNot(going);
-                    s.uploaded.andNot(going);
-                    changed = true;
-                    if (bits.isEmpty()) {
-                        // Read before remove(): TreeMap may move the successor into e.
-                        long cutId = e.getKey();
-                        it.remove();
-                        unref(cutId, freed);
-                    }
-                }
-                BitSet evicted = (BitSet) s.evicted.clone();
-                evicted.andNot(s.pinned);
+                BitSet going = shardsOf(s);
+                going.or(s.evicted);
+                going.andNot(s.pinned);
                 if (shards != null) {
-                    evicted.and(shards);
+                    going.and(shards);
                 }
-                if (!evicted.isEmpty()) {
-                    dropped += evicted.cardinality();
-                    s.evicted.andNot(evicted);
-                    changed = true;
-                }
-                if (changed) {
+                if (!going.isEmpty()) {
+                    dropped += remove(s, going, freed);
                     persistOrDelete(s);
                 }
             }

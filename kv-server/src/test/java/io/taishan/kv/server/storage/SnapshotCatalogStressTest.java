@@ -22,10 +22,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Cuts are shared by many snapshots, reused by unchanged shards and kept by other cuts' filters, so
  * their reference counts see every path at once: writers checkpointing (markers split over
- * requests, as a subtask of many shards sends them), savepoints, subsumed snapshots dropped while
- * other writers' markers are recorded, region failovers, clones into another table, idle stores
- * closed. Whatever the interleaving, every snapshot must keep its cut and every cut must go once
- * nothing needs it, in memory and across a restart.
+ * requests, as a subtask of many shards sends them), savepoints, uploads evicting older local
+ * copies, subsumed snapshots dropped while other writers' markers are recorded, region failovers,
+ * clones into another table, idle stores closed. Whatever the interleaving, every snapshot must
+ * keep its cut and every cut must go once nothing needs it, in memory and across a restart.
  */
 class SnapshotCatalogStressTest {
     private static final int SHARDS = 256;
@@ -126,6 +126,11 @@ class SnapshotCatalogStressTest {
             }
             BitSet mine = new BitSet();
             mine.set(from, to);
+            if (random.nextBoolean()) {
+                // Durable checkpoints: uploaded, older local copies evicted.
+                t.catalog().markUploaded(checkpoint, mine);
+                t.catalog().evict(2, Long.MIN_VALUE);
+            }
             if (savepoint) {
                 t.dropSnapshot(mine, checkpoint - 10);
             }
