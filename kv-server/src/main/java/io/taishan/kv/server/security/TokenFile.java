@@ -108,7 +108,13 @@ public final class TokenFile {
                     name = fields[f];
                 } else {
                     throw new IllegalArgumentException(
-                            where + "expected " + FORMAT + "; field " + (f + 1) + " is not one");
+                            where
+                                    + "expected "
+                                    + FORMAT
+                                    + "; field "
+                                    + (f + 1)
+                                    + " is neither the name nor the one checkpoints= field"
+                                    + " after it");
                 }
             }
             if (name != null && looksLikeAMisspeltKey(name)) {

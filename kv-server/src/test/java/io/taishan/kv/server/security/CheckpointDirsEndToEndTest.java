@@ -349,6 +349,21 @@ class CheckpointDirsEndToEndTest {
                     "'" + dir + "'",
                     "checkpoints=<dir>[,<dir>...]",
                     "auth.token-file");
+            // The path goes into the message and the log: a line break in it cannot forge a line.
+            assertThatThrownBy(
+                            () ->
+                                    c.durable()
+                                            .orElseThrow()
+                                            .uploadSnapshot(
+                                                    "team_c_t",
+                                                    1,
+                                                    new int[] {0, 1},
+                                                    dir + "\nWARN forged",
+                                                    uri("team-c", "job/chk-1"),
+                                                    Set.of()))
+                    .isInstanceOf(PermissionDeniedException.class)
+                    .hasMessageContaining(dir + "\\u000aWARN forged")
+                    .hasMessageNotContaining("\n");
             assertThat(storage("team-c")).doesNotExist();
             // Everything that names no path is as before.
             List<ShardLease> restored =
