@@ -443,9 +443,10 @@ public final class KvServerOptions {
                     ValueType.PATH,
                     null,
                     "--auth-token-file",
-                    "The credentials, one '<token> <scope> [name]' a line (see"
-                            + " kv-server/README.md, Security); every call but Health then needs a"
-                            + " bearer token from it.");
+                    "The credentials, one '<token> <scope> [name]"
+                            + " [checkpoints=<dir>[,<dir>...]]' a line (see kv-server/README.md,"
+                            + " Security); every call but Health then needs a bearer token from"
+                            + " it.");
 
     public static final ServerOption AUTH_RELOAD_INTERVAL =
             option(

@@ -22,8 +22,10 @@ import javax.annotation.Nullable;
  * CallRules}: the bearer token is authenticated from the headers when the call starts ({@code
  * UNAUTHENTICATED} otherwise, before the request is even read), and the tables a call names are
  * authorized when its request arrives ({@code PERMISSION_DENIED} otherwise, and the request never
- * reaches the service). An answer to {@code ListTables} is cut down to the tables the token covers.
- * Both failures carry the error code trailer, like every error of the service.
+ * reaches the service), and so are the paths in checkpoint storage it names (under the token's
+ * checkpoint directories, {@link CheckpointPath}), so a refused upload or restore never wrote or
+ * read a byte. An answer to {@code ListTables} is cut down to the tables the token covers. Both
+ * failures carry the error code trailer, like every error of the service.
  *
  * <p>The check runs where the call runs (for {@code Get} the network thread): a header lookup, a
  * SHA-256 and a prefix match per table, no allocation beyond the header's string and the digest.
@@ -118,15 +120,61 @@ public final class AuthInterceptor implements ServerInterceptor {
             for (int i = 0; i < tables.size(); i++) {
                 String table = tables.get(i);
                 if (!credential.covers(table)) {
-                    refused = true;
-                    String method = call.getMethodDescriptor().getFullMethodName();
-                    String why = "token " + credential + " does not cover table '" + table + "'";
-                    denials.denied(credential, method, why, peer(call));
-                    close(call, Status.PERMISSION_DENIED, ErrorCode.PERMISSION_DENIED, why);
+                    refuse("token " + credential + " does not cover table '" + table + "'");
+                    return;
+                }
+            }
+            List<String> paths = rule.pathsOf(request);
+            for (int i = 0; i < paths.size(); i++) {
+                String why = pathRefusal(paths.get(i));
+                if (why != null) {
+                    refuse(why);
                     return;
                 }
             }
             super.onMessage(request);
+        }
+
+        /** Why the credential may not name {@code path}, or null if it may. */
+        @Nullable
+        private String pathRefusal(String path) {
+            String shown = printable(path);
+            if (credential.checkpointDirs().isEmpty()) {
+                return "token "
+                        + credential
+                        + " may name no path in checkpoint storage, and this call names '"
+                        + shown
+                        + "': give it its checkpoint directories with"
+                        + " checkpoints=<dir>[,<dir>...] after its scope and name in the token"
+                        + " file (auth.token-file)";
+            }
+            CheckpointPath parsed;
+            try {
+                parsed = CheckpointPath.parse(path);
+            } catch (IllegalArgumentException e) {
+                return "path '"
+                        + shown
+                        + "' in checkpoint storage "
+                        + e.getMessage()
+                        + ": only absolute URIs without '.', '..' or empty segments, whitespace,"
+                        + " \\, %, ? or # are accepted from token "
+                        + credential;
+            }
+            if (!credential.mayName(parsed)) {
+                return "token "
+                        + credential
+                        + " does not cover path '"
+                        + shown
+                        + "' in checkpoint storage";
+            }
+            return null;
+        }
+
+        private void refuse(String why) {
+            refused = true;
+            String method = call.getMethodDescriptor().getFullMethodName();
+            denials.denied(credential, method, why, peer(call));
+            close(call, Status.PERMISSION_DENIED, ErrorCode.PERMISSION_DENIED, why);
         }
 
         @Override
@@ -144,6 +192,24 @@ public final class AuthInterceptor implements ServerInterceptor {
                 super.onReady();
             }
         }
+    }
+
+    /**
+     * A path as the client sent it, for a message and the log: control characters escaped so that a
+     * crafted path cannot forge log lines, and a long one cut.
+     */
+    static String printable(String path) {
+        StringBuilder b = new StringBuilder();
+        int limit = Math.min(path.length(), 500);
+        for (int i = 0; i < limit; i++) {
+            char c = path.charAt(i);
+            if (Character.isISOControl(c)) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return limit < path.length() ? b.append("...").toString() : b.toString();
     }
 
     /** Passes a ListTables answer on with only the tables the credential covers. */

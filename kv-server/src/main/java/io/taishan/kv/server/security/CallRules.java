@@ -8,6 +8,8 @@ import io.taishan.kv.proto.DropShardSnapshotsRequest;
 import io.taishan.kv.proto.DropSnapshotRequest;
 import io.taishan.kv.proto.DropSnapshotsBelowRequest;
 import io.taishan.kv.proto.DropTableRequest;
+import io.taishan.kv.proto.DurableCut;
+import io.taishan.kv.proto.DurableFile;
 import io.taishan.kv.proto.FetchFilterRequest;
 import io.taishan.kv.proto.FetchFiltersRequest;
 import io.taishan.kv.proto.GetRequest;
@@ -27,6 +29,7 @@ import io.taishan.kv.proto.SnapshotRequest;
 import io.taishan.kv.proto.UploadSnapshotRequest;
 import io.taishan.kv.proto.UploadValueRequest;
 import io.taishan.kv.proto.WriteRequest;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -50,6 +53,15 @@ import javax.annotation.Nullable;
  *       prefixes. {@code Clone} names two (the source read, the target written), and {@code
  *       RestoreShards} its table and every source table, so restoring a job from another job's
  *       snapshots needs a token that covers both.
+ *   <li>The two calls that make a node with durable checkpoints write or read checkpoint storage
+ *       also name paths, each of which must lie under one of the token's checkpoint directories
+ *       ({@link Credential#mayName}): {@code UploadSnapshot} its {@code shared_dir}, {@code
+ *       exclusive_dir} and every one of its {@code reusable_paths} (copies the new checkpoint will
+ *       reference, and Flink will one day delete with them), {@code RestoreShards} the path of
+ *       every file and metadata pack of its {@code durable_cuts}, whether or not the node turns out
+ *       to need them. The node reaches storage with its own credentials, so this is the only thing
+ *       between one team's token and another team's directory. An empty field names nothing; the
+ *       service refuses a missing directory itself.
  * </ul>
  */
 final class CallRules {
@@ -61,14 +73,25 @@ final class CallRules {
         ADMIN_ONLY
     }
 
-    /** The rule of one method; {@link #tablesOf} for {@link Kind#TABLES} only. */
-    record Rule(Kind kind, @Nullable Function<Object, List<String>> tables) {
+    /**
+     * The rule of one method; {@link #tablesOf} for {@link Kind#TABLES} only. {@code paths} null:
+     * the method names no path in checkpoint storage.
+     */
+    record Rule(
+            Kind kind,
+            @Nullable Function<Object, List<String>> tables,
+            @Nullable Function<Object, List<String>> paths) {
         List<String> tablesOf(Object request) {
             return tables.apply(request);
         }
+
+        /** The paths in checkpoint storage the request names, without empty fields. */
+        List<String> pathsOf(Object request) {
+            return paths == null ? List.of() : paths.apply(request);
+        }
     }
 
-    static final Rule ADMIN_ONLY = new Rule(Kind.ADMIN_ONLY, null);
+    static final Rule ADMIN_ONLY = new Rule(Kind.ADMIN_ONLY, null, null);
 
     private static final Map<String, Rule> RULES = new HashMap<>();
 
@@ -95,10 +118,15 @@ final class CallRules {
         tables(
                 KvServiceGrpc.getCloneMethod(),
                 r -> List.of(r.getSourceTable(), r.getTargetTable()));
-        tables(KvServiceGrpc.getRestoreShardsMethod(), CallRules::tablesOfRestore);
+        rule(
+                KvServiceGrpc.getRestoreShardsMethod(),
+                CallRules::tablesOfRestore,
+                CallRules::pathsOfRestore);
         table(KvServiceGrpc.getListSnapshotsMethod(), ListSnapshotsRequest::getTable);
-        // The node writes the copies with its own credentials, wherever the request says.
-        table(KvServiceGrpc.getUploadSnapshotMethod(), UploadSnapshotRequest::getTable);
+        rule(
+                KvServiceGrpc.getUploadSnapshotMethod(),
+                r -> List.of(r.getTable()),
+                CallRules::pathsOfUpload);
         table(KvServiceGrpc.getDropShardSnapshotsMethod(), DropShardSnapshotsRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotMethod(), DropSnapshotRequest::getTable);
         table(KvServiceGrpc.getDropSnapshotsBelowMethod(), DropSnapshotsBelowRequest::getTable);
@@ -121,6 +149,33 @@ final class CallRules {
         return List.copyOf(tables);
     }
 
+    private static List<String> pathsOfUpload(UploadSnapshotRequest request) {
+        List<String> paths = new ArrayList<>(2 + request.getReusablePathsCount());
+        addNamed(paths, request.getSharedDir());
+        addNamed(paths, request.getExclusiveDir());
+        for (String reusable : request.getReusablePathsList()) {
+            addNamed(paths, reusable);
+        }
+        return paths;
+    }
+
+    private static List<String> pathsOfRestore(RestoreShardsRequest request) {
+        List<String> paths = new ArrayList<>();
+        for (DurableCut cut : request.getDurableCutsList()) {
+            for (DurableFile file : cut.getFilesList()) {
+                addNamed(paths, file.getPath());
+            }
+            addNamed(paths, cut.getMetadataPack().getPath());
+        }
+        return paths;
+    }
+
+    private static void addNamed(List<String> paths, String path) {
+        if (!path.isEmpty()) {
+            paths.add(path);
+        }
+    }
+
     /** The rule of a method by its full name; {@link #ADMIN_ONLY} for one not classified. */
     static Rule of(String fullMethodName) {
         Rule rule = RULES.get(fullMethodName);
@@ -133,18 +188,28 @@ final class CallRules {
     }
 
     private static void plain(MethodDescriptor<?, ?> method, Kind kind) {
-        RULES.put(method.getFullMethodName(), new Rule(kind, null));
+        RULES.put(method.getFullMethodName(), new Rule(kind, null, null));
     }
 
     private static <Q> void table(MethodDescriptor<Q, ?> method, Function<Q, String> table) {
         tables(method, request -> List.of(table.apply(request)));
     }
 
-    @SuppressWarnings("unchecked")
     private static <Q> void tables(
             MethodDescriptor<Q, ?> method, Function<Q, List<String>> tables) {
+        rule(method, tables, null);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <Q> void rule(
+            MethodDescriptor<Q, ?> method,
+            Function<Q, List<String>> tables,
+            @Nullable Function<Q, List<String>> paths) {
         RULES.put(
                 method.getFullMethodName(),
-                new Rule(Kind.TABLES, request -> tables.apply((Q) request)));
+                new Rule(
+                        Kind.TABLES,
+                        request -> tables.apply((Q) request),
+                        paths == null ? null : request -> paths.apply((Q) request)));
     }
 }

@@ -129,7 +129,9 @@ class SecurityStartupTest {
                         "# fine\n0123456789abcdef-secret-token team_a_ a\nsecond-secret-but-alone\n");
         refusedToStart(
                 tls().authTokenFile(tokens).build(),
-                "auth.token-file " + tokens + " line 3: expected '<token> <scope> [name]'");
+                "auth.token-file "
+                        + tokens
+                        + " line 3: expected '<token> <scope> [name] [checkpoints=<dir>[,<dir>...]]'");
         assertThatThrownBy(() -> EmbeddedKvServer.start(tls().authTokenFile(tokens).build()))
                 .hasMessageNotContaining("secret");
     }
