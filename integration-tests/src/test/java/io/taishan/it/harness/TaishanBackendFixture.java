@@ -55,10 +55,20 @@ public final class TaishanBackendFixture implements BackendFixture {
      * its own classpath: {@code file://} here), the jobs with {@code taishan.checkpoint.durable}.
      */
     public static TaishanBackendFixture startDurable(Path workDir) throws IOException {
+        return startDurable(workDir, "");
+    }
+
+    /**
+     * As {@link #startDurable(Path)}, with more lines for the kv-server's config file ({@code
+     * durable.plugins-dir}, {@code durable.flink.<flink key>}, ...).
+     */
+    public static TaishanBackendFixture startDurable(Path workDir, String serverProperties)
+            throws IOException {
         Files.createDirectories(workDir);
         Path serverConfig =
                 Files.writeString(
-                        workDir.resolve("durable-server.properties"), "durable.enabled = true\n");
+                        workDir.resolve("durable-server.properties"),
+                        "durable.enabled = true\n" + serverProperties);
         Configuration jobConfig = new Configuration();
         jobConfig.setString(DURABLE_KEY, "true");
         return new TaishanBackendFixture(
