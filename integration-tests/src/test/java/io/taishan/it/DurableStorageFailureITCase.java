@@ -24,9 +24,11 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import javax.annotation.Nullable;
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -55,13 +57,14 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Durable checkpoints while the checkpoint storage fails under a running job: the job's {@code
- * shared/} directory cannot be written (permission denied; as root, which ignores permissions, a
- * regular file stands where the directory was). Every checkpoint then fails in its asynchronous
- * part, naming the directory and the storage's own error; the job keeps running on its last
- * completed checkpoint; once the directory is back, checkpoints complete again, and every file any
- * completed checkpoint references exists with the size its handle says. The job ends with exactly
- * the final state of an uninterrupted HashMap run.
+ * Durable checkpoints while the checkpoint storage fails under a running job, twice: the job's
+ * {@code shared/} directory cannot be written (permission denied: its permission bits, or as root,
+ * which ignores those, its immutable attribute), then a regular file stands where it was (a path
+ * that cannot be created). Each time every checkpoint fails in its asynchronous part, naming the
+ * directory and the storage's own error; the job keeps running on its last completed checkpoint;
+ * once the directory is back, checkpoints complete again. Every file any completed checkpoint
+ * references exists with the size its handle says, no failed one left a {@code _metadata}, and the
+ * job ends with exactly the final state of an uninterrupted HashMap run.
  */
 class DurableStorageFailureITCase {
     /** Keeps every completed checkpoint, to check them all (the JobManager's own setting). */
@@ -70,15 +73,16 @@ class DurableStorageFailureITCase {
             ItCluster.extension(
                     new Configuration().set(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS, 1_000));
 
-    /** Records per split before the outage, and up to which the source runs during it. */
-    private static final long BEFORE_OUTAGE = 800;
-
-    private static final long DURING_OUTAGE = 1600;
+    /** Records per split the source emits before the first outage, and between two. */
+    private static final long STEP = 600;
 
     private static final Duration QUIET = Duration.ofMillis(500);
 
-    /** Periodic checkpoints that fail during the outage, besides the one triggered by hand. */
+    /** Periodic checkpoints that fail during an outage, besides the one triggered by hand. */
     private static final int FAILED_DURING_OUTAGE = 3;
+
+    /** Checkpoints that complete after an outage before the next step. */
+    private static final int COMPLETED_AFTER_OUTAGE = 3;
 
     @Test
     @Timeout(240)
@@ -91,74 +95,33 @@ class DurableStorageFailureITCase {
             Configuration config = new Configuration();
             // However many checkpoints fail, the job must not fail for it.
             config.set(CheckpointingOptions.TOLERABLE_FAILURE_NUMBER, Integer.MAX_VALUE);
+            long position = STEP;
             RunningJob job =
-                    harness.start(2, Scenarios.AS_FAST_AS_POSSIBLE, null, config, BEFORE_OUTAGE);
-            job.awaitQuietAfter(SCHEDULE.splitCount() * BEFORE_OUTAGE, QUIET).checkpoint();
+                    harness.start(2, Scenarios.AS_FAST_AS_POSSIBLE, null, config, position);
+            job.awaitQuietAfter(SCHEDULE.splitCount() * position, QUIET).checkpoint();
             Path jobDir = workDir.resolve("checkpoints").resolve(job.id().toString());
             Path shared = jobDir.resolve("shared");
 
-            long lastGood;
             Set<Long> seenFailed = new TreeSet<>();
-            try (Outage outage = Outage.of(shared)) {
-                System.out.println("[storage outage] " + outage.describe());
-                // New writes: each checkpoint from now on has new files to copy into shared/.
-                job.holdSourceAt(DURING_OUTAGE)
-                        .awaitQuietAfter(SCHEDULE.splitCount() * DURING_OUTAGE, QUIET);
-
-                Throwable failure = failedCheckpoint(cluster, job);
-                String chain = ExceptionUtils.stringifyException(failure);
-                System.out.println("[storage outage] the checkpoint failed with:\n" + chain);
-                assertThat(
-                                ExceptionUtils.findThrowable(
-                                        failure,
-                                        org.apache.flink.runtime.checkpoint.CheckpointException
-                                                .class))
-                        .as("a CheckpointException in\n%s", chain)
-                        .hasValueSatisfying(
-                                e ->
-                                        assertThat(e.getCheckpointFailureReason())
-                                                .isEqualTo(
-                                                        CheckpointFailureReason
-                                                                .CHECKPOINT_ASYNC_EXCEPTION));
-                assertThat(messages(failure))
-                        .as("messages of the failure's causes")
-                        .anySatisfy(
-                                m ->
-                                        assertThat(m)
-                                                .contains("could not copy checkpoint")
-                                                .contains(shared.toString())
-                                                .contains(outage.expectedError()));
-
-                // From here on, every checkpoint started during the outage.
-                CheckpointStatsSnapshot atFirstFailure = stats(cluster, job);
-                lastGood =
-                        atFirstFailure
-                                .getHistory()
-                                .getLatestCompletedCheckpoint()
-                                .getCheckpointId();
-                long completedBefore = atFirstFailure.getCounts().getNumberOfCompletedCheckpoints();
-                long failedBefore = atFirstFailure.getCounts().getNumberOfFailedCheckpoints();
-                awaitFailedCheckpoints(
-                        cluster, job, failedBefore + FAILED_DURING_OUTAGE, seenFailed);
-                job.keepRunning(Duration.ofMillis(200));
-                CheckpointStatsSnapshot during = stats(cluster, job);
-                assertThat(during.getCounts().getNumberOfCompletedCheckpoints())
-                        .as("checkpoints completed while shared/ could not be written")
-                        .isEqualTo(completedBefore);
-                assertThat(during.getHistory().getLatestCompletedCheckpoint().getCheckpointId())
-                        .as("the last completed checkpoint, still the one before the outage")
-                        .isEqualTo(lastGood);
-                FailedCheckpointStats latestFailed =
-                        during.getHistory().getLatestFailedCheckpoint();
-                assertThat(latestFailed.getFailureMessage())
-                        .as("what Flink's checkpoint history shows for a failed checkpoint")
-                        .isEqualTo(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.message());
+            Set<Long> lastGoodOnes = new TreeSet<>();
+            List<String> outages = new ArrayList<>();
+            for (Outage.Kind kind : Outage.Kind.values()) {
+                position += STEP;
+                try (Outage outage = Outage.of(shared, kind)) {
+                    if (outage == null) {
+                        System.out.println("[storage outage] " + kind + ": cannot be made here");
+                        continue;
+                    }
+                    outages.add(outage.describe());
+                    lastGoodOnes.add(
+                            checkpointsFailWhileTheJobRunsOn(
+                                    cluster, job, outage, position, seenFailed));
+                }
+                long completed = stats(cluster, job).getCounts().getNumberOfCompletedCheckpoints();
+                job.checkpoint();
+                awaitCompletedCheckpoints(cluster, job, completed + COMPLETED_AFTER_OUTAGE);
             }
-
-            long completedAfterOutage =
-                    stats(cluster, job).getCounts().getNumberOfCompletedCheckpoints();
-            job.checkpoint();
-            awaitCompletedCheckpoints(cluster, job, completedAfterOutage + 3);
+            assertThat(outages).as("outages made").isNotEmpty();
             job.keepRunning(Duration.ofMillis(200));
 
             Set<Long> failedIds = new TreeSet<>(seenFailed);
@@ -171,14 +134,15 @@ class DurableStorageFailureITCase {
                     completedIds.add(checkpoint.getCheckpointId());
                 }
             }
-            assertThat(failedIds).hasSizeGreaterThanOrEqualTo(1 + FAILED_DURING_OUTAGE);
+            assertThat(failedIds)
+                    .hasSizeGreaterThanOrEqualTo(outages.size() * (1 + FAILED_DURING_OUTAGE));
             for (long id : failedIds) {
                 assertThat(jobDir.resolve("chk-" + id).resolve("_metadata"))
                         .as("metadata of failed checkpoint %d", id)
                         .doesNotExist();
             }
             // Every completed checkpoint is retained: those in the history (the latest few) and
-            // every other with its _metadata, the one before the outage among them.
+            // every other with its _metadata, those before each outage among them.
             try (Stream<Path> dirs = Files.list(jobDir)) {
                 dirs.filter(d -> d.getFileName().toString().startsWith("chk-"))
                         .filter(d -> Files.exists(d.resolve("_metadata")))
@@ -190,23 +154,83 @@ class DurableStorageFailureITCase {
                                                                 .toString()
                                                                 .substring("chk-".length()))));
             }
-            assertThat(completedIds).doesNotContainAnyElementsOf(failedIds).contains(lastGood);
-            assertThat(completedIds.stream().filter(id -> id > lastGood))
-                    .as("checkpoints completed after the outage")
-                    .hasSizeGreaterThanOrEqualTo(3);
+            assertThat(completedIds)
+                    .doesNotContainAnyElementsOf(failedIds)
+                    .containsAll(lastGoodOnes);
+            long lastOutage = lastGoodOnes.stream().mapToLong(Long::longValue).max().orElseThrow();
+            assertThat(completedIds.stream().filter(id -> id > lastOutage))
+                    .as("checkpoints completed after the last outage")
+                    .hasSizeGreaterThanOrEqualTo(COMPLETED_AFTER_OUTAGE);
             long filesChecked = 0;
             for (long id : completedIds) {
                 filesChecked += assertEveryReferencedFileIsWhole(jobDir.resolve("chk-" + id));
             }
             System.out.printf(
-                    "[storage outage] %d failed and %d completed checkpoints; %d referenced"
+                    "[storage outage] %s: %d failed and %d completed checkpoints; %d referenced"
                             + " files checked%n",
-                    failedIds.size(), completedIds.size(), filesChecked);
+                    outages, failedIds.size(), completedIds.size(), filesChecked);
 
             Map<Long, KeyFinalState> actual = job.releaseSource().awaitFinalStates();
             FinalStates.assertSame(
-                    actual, expected, "a durable job through a checkpoint storage outage");
+                    actual, expected, "a durable job through checkpoint storage outages");
         }
+    }
+
+    /**
+     * During the outage, the source emits up to {@code position}: then each checkpoint has new
+     * files to copy into {@code shared/}. A checkpoint triggered by hand fails naming the directory
+     * and the storage's own error, periodic ones fail too, none completes, and the job keeps
+     * running. Returns the last completed checkpoint, the one from before the outage.
+     */
+    private static long checkpointsFailWhileTheJobRunsOn(
+            MiniCluster cluster, RunningJob job, Outage outage, long position, Set<Long> seenFailed)
+            throws Exception {
+        System.out.println("[storage outage] " + outage.describe());
+        job.holdSourceAt(position).awaitQuietAfter(SCHEDULE.splitCount() * position, QUIET);
+
+        Throwable failure = failedCheckpoint(cluster, job);
+        String chain = ExceptionUtils.stringifyException(failure);
+        System.out.println("[storage outage] the checkpoint failed with:\n" + chain);
+        assertThat(
+                        ExceptionUtils.findThrowable(
+                                failure,
+                                org.apache.flink.runtime.checkpoint.CheckpointException.class))
+                .as("a CheckpointException in\n%s", chain)
+                .hasValueSatisfying(
+                        e ->
+                                assertThat(e.getCheckpointFailureReason())
+                                        .isEqualTo(
+                                                CheckpointFailureReason
+                                                        .CHECKPOINT_ASYNC_EXCEPTION));
+        assertThat(messages(failure))
+                .as("messages of the failure's causes")
+                .anySatisfy(
+                        m ->
+                                assertThat(m)
+                                        .contains("could not copy checkpoint")
+                                        .contains(outage.dir().toString())
+                                        .contains(outage.expectedError()));
+
+        // From here on, every checkpoint started during the outage.
+        CheckpointStatsSnapshot atFirstFailure = stats(cluster, job);
+        long lastGood =
+                atFirstFailure.getHistory().getLatestCompletedCheckpoint().getCheckpointId();
+        long completedBefore = atFirstFailure.getCounts().getNumberOfCompletedCheckpoints();
+        long failedBefore = atFirstFailure.getCounts().getNumberOfFailedCheckpoints();
+        awaitFailedCheckpoints(cluster, job, failedBefore + FAILED_DURING_OUTAGE, seenFailed);
+        job.keepRunning(Duration.ofMillis(200));
+        CheckpointStatsSnapshot during = stats(cluster, job);
+        assertThat(during.getCounts().getNumberOfCompletedCheckpoints())
+                .as("checkpoints completed while shared/ could not be written")
+                .isEqualTo(completedBefore);
+        assertThat(during.getHistory().getLatestCompletedCheckpoint().getCheckpointId())
+                .as("the last completed checkpoint, still the one before the outage")
+                .isEqualTo(lastGood);
+        FailedCheckpointStats latestFailed = during.getHistory().getLatestFailedCheckpoint();
+        assertThat(latestFailed.getFailureMessage())
+                .as("what Flink's checkpoint history shows for a failed checkpoint")
+                .isEqualTo(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION.message());
+        return lastGood;
     }
 
     /** Triggers a checkpoint that must fail, and returns why. */
@@ -330,70 +354,120 @@ class DurableStorageFailureITCase {
         }
     }
 
-    /**
-     * The job's {@code shared/} directory made unwritable, and made writable again on close:
-     * permission denied if that denies this process, otherwise (root) a regular file in the
-     * directory's place, the directory kept aside meanwhile.
-     */
+    /** The job's {@code shared/} directory made unwritable, and writable again on close. */
     private static final class Outage implements AutoCloseable {
+        enum Kind {
+            /**
+             * No permission to create a file in it: its permission bits, or, for root, which
+             * ignores those, its immutable attribute ({@code chattr +i}).
+             */
+            PERMISSION_DENIED,
+            /** A regular file where the directory was (the directory kept aside meanwhile). */
+            NOT_A_DIRECTORY
+        }
+
         private static final Set<PosixFilePermission> READ_ONLY =
                 PosixFilePermissions.fromString("r-xr-xr-x");
 
         private final Path dir;
-        private final Set<PosixFilePermission> permissions;
-        private final boolean replacedByFile;
+        private final String how;
+        private final String expectedError;
+        private final Callable<?> undo;
 
-        private Outage(Path dir, Set<PosixFilePermission> permissions, boolean replacedByFile) {
+        private Outage(Path dir, String how, String expectedError, Callable<?> undo) {
             this.dir = dir;
-            this.permissions = permissions;
-            this.replacedByFile = replacedByFile;
+            this.how = how;
+            this.expectedError = expectedError;
+            this.undo = undo;
         }
 
-        static Outage of(Path dir) throws IOException {
-            Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(dir);
-            Files.setPosixFilePermissions(dir, READ_ONLY);
+        /** Null if this kind of outage cannot be made here. */
+        @Nullable
+        static Outage of(Path dir, Kind kind) throws Exception {
+            switch (kind) {
+                case PERMISSION_DENIED:
+                    Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(dir);
+                    Files.setPosixFilePermissions(dir, READ_ONLY);
+                    if (denies(dir)) {
+                        return new Outage(
+                                dir,
+                                "made read-only",
+                                "Permission denied",
+                                () -> {
+                                    Files.setPosixFilePermissions(dir, permissions);
+                                    return null;
+                                });
+                    }
+                    Files.setPosixFilePermissions(dir, permissions);
+                    if (chattr("+i", dir) && denies(dir)) {
+                        return new Outage(
+                                dir,
+                                "made immutable (chattr +i: this process ignores permission bits)",
+                                "Operation not permitted",
+                                () -> chattr("-i", dir));
+                    }
+                    chattr("-i", dir);
+                    return null;
+                case NOT_A_DIRECTORY:
+                    Path aside = dir.resolveSibling(dir.getFileName() + ".aside");
+                    Files.move(dir, aside);
+                    Files.writeString(dir, "not a directory");
+                    return new Outage(
+                            dir,
+                            "replaced by a regular file",
+                            // Java's exception, naming the path that stands in the way.
+                            "FileAlreadyExistsException: " + dir,
+                            () -> {
+                                Files.delete(dir);
+                                Files.move(aside, dir);
+                                return null;
+                            });
+                default:
+                    throw new IllegalArgumentException(kind.name());
+            }
+        }
+
+        private static boolean denies(Path dir) throws IOException {
             Path probe = dir.resolve("probe-" + System.nanoTime());
             try {
                 Files.createFile(probe);
             } catch (IOException denied) {
-                return new Outage(dir, permissions, false);
+                return true;
             }
-            // Root: permissions deny nothing.
             Files.delete(probe);
-            Files.setPosixFilePermissions(dir, permissions);
-            Files.move(dir, aside(dir));
-            Files.writeString(dir, "not a directory");
-            return new Outage(dir, permissions, true);
+            return false;
         }
 
-        private static Path aside(Path dir) {
-            return dir.resolveSibling(dir.getFileName() + ".aside");
+        private static boolean chattr(String flag, Path dir) throws Exception {
+            Process p;
+            try {
+                p =
+                        new ProcessBuilder("chattr", flag, dir.toString())
+                                .redirectErrorStream(true)
+                                .start();
+            } catch (IOException noChattr) {
+                return false;
+            }
+            p.getInputStream().readAllBytes();
+            return p.waitFor() == 0;
+        }
+
+        Path dir() {
+            return dir;
         }
 
         String describe() {
-            return replacedByFile
-                    ? dir + " replaced by a regular file (this process ignores permissions)"
-                    : dir + " made read-only";
+            return dir.getFileName() + "/ " + how;
         }
 
-        /**
-         * What the storage itself says when a file cannot be created under the directory: Java's
-         * exception, naming the path that stands in the way.
-         */
+        /** What the storage itself says when a file cannot be created under the directory. */
         String expectedError() {
-            return replacedByFile
-                    ? "FileAlreadyExistsException: " + dir
-                    : "AccessDeniedException: " + dir;
+            return expectedError;
         }
 
         @Override
-        public void close() throws IOException {
-            if (replacedByFile) {
-                Files.delete(dir);
-                Files.move(aside(dir), dir);
-            } else {
-                Files.setPosixFilePermissions(dir, permissions);
-            }
+        public void close() throws Exception {
+            undo.call();
         }
     }
 }
