@@ -271,6 +271,21 @@ public final class RunningJob {
                 .toString();
     }
 
+    /**
+     * Cancels the job and returns the external path of its last completed checkpoint, as Flink's
+     * checkpoint statistics report it: the way to find a retained checkpoint in a storage that is
+     * not a local directory.
+     */
+    public String cancelWithRetainedCheckpointFromStats() throws Exception {
+        cancel();
+        CheckpointStatsSnapshot stats =
+                cluster.getArchivedExecutionGraph(id()).get().getCheckpointStatsSnapshot();
+        if (stats == null || stats.getHistory().getLatestCompletedCheckpoint() == null) {
+            throw new AssertionError(describe() + " completed no checkpoint");
+        }
+        return stats.getHistory().getLatestCompletedCheckpoint().getExternalPath();
+    }
+
     /** Takes a savepoint while the job keeps running, then cancels it. */
     public String savepointThenCancel(SavepointFormatType format) throws Exception {
         String path =

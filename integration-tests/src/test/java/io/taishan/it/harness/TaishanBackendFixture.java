@@ -58,14 +58,17 @@ public final class TaishanBackendFixture implements BackendFixture {
         return startDurable(workDir, "");
     }
 
-    /** As {@link #startDurable(Path)}, with more kv-server config lines ({@code key = value}). */
-    public static TaishanBackendFixture startDurable(Path workDir, String moreServerConfig)
+    /**
+     * As {@link #startDurable(Path)}, with more lines for the kv-server's config file ({@code
+     * durable.plugins-dir}, {@code durable.flink.<flink key>}, ...).
+     */
+    public static TaishanBackendFixture startDurable(Path workDir, String serverProperties)
             throws IOException {
         Files.createDirectories(workDir);
         Path serverConfig =
                 Files.writeString(
                         workDir.resolve("durable-server.properties"),
-                        "durable.enabled = true\n" + moreServerConfig);
+                        "durable.enabled = true\n" + serverProperties);
         Configuration jobConfig = new Configuration();
         jobConfig.setString(DURABLE_KEY, "true");
         return new TaishanBackendFixture(

@@ -1,5 +1,6 @@
 package io.taishan.kv.server.durable;
 
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
@@ -83,9 +84,25 @@ public final class TransferFailedException extends IOException {
         boolean lasting =
                 cause instanceof AccessDeniedException
                         || cause instanceof UnsupportedFileSystemSchemeException
-                        || cause instanceof FileAlreadyExistsException;
+                        || cause instanceof FileAlreadyExistsException
+                        || refusedByTheOperatingSystem(cause);
         return new TransferFailedException(
                 Reason.STORAGE, path, what + ": " + cause, cause, !lasting);
+    }
+
+    /**
+     * Flink's local file system ({@code file://}) opens files through {@code FileOutputStream},
+     * which reports a refusal not as an {@link AccessDeniedException} but as a {@link
+     * FileNotFoundException} with the operating system's reason at the end of its message.
+     */
+    private static boolean refusedByTheOperatingSystem(Throwable cause) {
+        if (!(cause instanceof FileNotFoundException)) {
+            return false;
+        }
+        String message = String.valueOf(cause.getMessage());
+        return message.endsWith("(Permission denied)")
+                || message.endsWith("(Operation not permitted)")
+                || message.endsWith("(Read-only file system)");
     }
 
     static TransferFailedException missing(String path, String what, Throwable cause) {
