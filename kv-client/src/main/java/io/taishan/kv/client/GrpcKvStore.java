@@ -6,6 +6,7 @@ import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Context;
 import io.grpc.MethodDescriptor;
+import io.grpc.Status;
 import io.taishan.bloom.BloomFilter;
 import io.taishan.kv.proto.CloneRequest;
 import io.taishan.kv.proto.CreateTableRequest;
@@ -101,7 +102,9 @@ import javax.annotation.Nullable;
  * view other than the client's ({@link ViewRefresher}, {@link ClusterConnections}): calls that take
  * shards (open, restore, clone) are then sent once more under the new view; every other call fails
  * with {@link ShardNotOwnedException}, since its lease came from the shard's old owner. A call that
- * takes shards on a node that joined after the table was created creates the table there first.
+ * takes shards and cannot reach a node asks the cluster too, and is sent once more if the view
+ * changed (the node moved to a new address, or left). A call that takes shards on a node that
+ * joined after the table was created creates the table there first.
  *
  * <p>Tables are created and dropped on every node; their shard counts are cached (from create or
  * describe) to route. Writes go out as one request per node in parallel, cut into several when the
@@ -1939,6 +1942,36 @@ final class GrpcKvStore
                 throw e;
             }
             return call.get();
+        } catch (KvUnavailableException e) {
+            if (!viewChangedAfter(e, before)) {
+                throw e;
+            }
+            return call.get();
+        }
+    }
+
+    /**
+     * Whether the cluster's view is no longer {@code before}, asking the cluster after a node could
+     * not be reached. A node replaced at a new address, or removed, refuses nothing: its old
+     * address just does not answer, and a client that waited for a refusal would route the shards
+     * there forever (a job failing over again and again with the same client). Only when the
+     * connection failed (not a deadline: a hung node would hold the refresh as long again) and the
+     * view has other nodes to ask; a refresh that fails is added to {@code e}.
+     */
+    private boolean viewChangedAfter(KvUnavailableException e, long before) {
+        if (router.view().fingerprint() != before) {
+            return true;
+        }
+        if (closed.get()
+                || router.nodes().size() < 2
+                || Status.fromThrowable(e).getCode() != Status.Code.UNAVAILABLE) {
+            return false;
+        }
+        try {
+            return refresher.refreshNow(null);
+        } catch (KvException refresh) {
+            e.addSuppressed(refresh);
+            return false;
         }
     }
 

@@ -97,6 +97,48 @@ class ElasticClusterTest {
         }
     }
 
+    /**
+     * A node replaced at a new address under its name (its data kept), every node restarted with
+     * the list that says so: nothing refuses a shard, since the old address just does not answer. A
+     * connected client's next call that takes shards asks the cluster when it cannot reach a node
+     * and goes to the node's new address.
+     */
+    @Test
+    void aNodeThatMovedToANewAddressIsFoundByTheNextCallThatTakesShards() {
+        try (LoopbackCluster cluster = LoopbackCluster.start(dir, 3);
+                KvStore kv = connect(cluster.address("kv1"))) {
+            kv.createTable("t", SHARDS);
+            List<ShardLease> leases = kv.openShards("t", all(), "writer-1", false);
+            WriteBatch batch = new WriteBatch("t");
+            for (ShardLease lease : leases) {
+                batch.put(lease, b("k"), b("v" + lease.shard())).snapshotMarker(lease, 1, false);
+            }
+            kv.write(batch);
+
+            cluster.stopNode("kv2");
+            String oldAddress = cluster.address("kv2");
+            ClusterNode moved = cluster.move("kv2");
+            cluster.startNode("kv2", cluster.nodes());
+            cluster.restartNode("kv1", cluster.nodes());
+            cluster.restartNode("kv3", cluster.nodes());
+            ClusterView now = ClusterView.of(cluster.nodes());
+            assertThat(moved.address()).isNotEqualTo(oldAddress);
+
+            List<ShardRestore> restores = new ArrayList<>();
+            for (int s = 0; s < SHARDS; s++) {
+                restores.add(new ShardRestore(s, "t", 1));
+            }
+            List<ShardLease> restored = kv.restoreShards("t", "writer-2", restores);
+            assertThat(kv.admin().orElseThrow().clusterView()).isEqualTo(now);
+            assertThat(restored).extracting(ShardLease::node).contains("kv2");
+            for (ShardLease lease : restored) {
+                assertThat(s(kv.get(lease, b("k"))))
+                        .as("shard %d on %s", lease.shard(), lease.node())
+                        .isEqualTo("v" + lease.shard());
+            }
+        }
+    }
+
     @Test
     void aFourthNodeTakesAboutAQuarterOfTheShardsAndTheClientFollows() {
         try (LoopbackCluster cluster = LoopbackCluster.start(dir, 3);

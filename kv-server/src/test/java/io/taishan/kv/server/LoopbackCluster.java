@@ -59,6 +59,16 @@ final class LoopbackCluster implements AutoCloseable {
         return node;
     }
 
+    /**
+     * The node moves to a new free port (a new machine under the same name), keeping its data dir;
+     * stop it first, then start it and restart the others with the new {@link #nodes()}.
+     */
+    ClusterNode move(String name) {
+        ClusterNode node = new ClusterNode(name, "127.0.0.1:" + freePort());
+        nodes.put(name, node);
+        return node;
+    }
+
     /** Every node declared, in declaration order. */
     List<ClusterNode> nodes() {
         return new ArrayList<>(nodes.values());
