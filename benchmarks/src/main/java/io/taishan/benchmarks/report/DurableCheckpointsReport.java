@@ -118,7 +118,7 @@ public final class DurableCheckpointsReport {
                     c.loadAverageStart(),
                     c.loadAverageEnd(),
                     c.seconds(),
-                    c.failure() == null ? "ok" : escape(c.failure()));
+                    outcome(c));
         }
         line("");
     }
@@ -127,7 +127,9 @@ public final class DurableCheckpointsReport {
         line("## Taishan ÷ RocksDB");
         line("");
         line(
-                "Incremental: the median over the checkpoints after the first. Uploaded: the"
+                "Incremental: the checkpoints after the first, their median and their sum (a"
+                        + " compaction between two checkpoints makes one of them upload its output,"
+                        + " so the sum shows what the median hides). Uploaded: the"
                         + " handles' checkpointed size (Flink's \"checkpointed data size\": for"
                         + " Taishan what the kv-server copied into `shared/` plus its metadata, for"
                         + " RocksDB the incremental handle's new files and metadata). Restore: until"
@@ -138,16 +140,17 @@ public final class DurableCheckpointsReport {
         line("");
         line(
                 "| state | first checkpoint ms (Taishan / RocksDB = ratio) | incremental checkpoint"
-                        + " ms | uploaded per incremental checkpoint KiB | Taishan RPCs per"
-                        + " incremental checkpoint | restore ms, Taishan on the node that holds the"
-                        + " files | restore ms, Taishan after node loss |");
-        line("|---|---|---|---|---:|---|---|");
+                        + " ms, median | incremental checkpoints ms, sum | uploaded per incremental"
+                        + " checkpoint MiB, median | uploaded by the incremental checkpoints MiB, sum"
+                        + " | Taishan RPCs per incremental checkpoint, median | restore ms, Taishan on"
+                        + " the node that holds the files | restore ms, Taishan after node loss |");
+        line("|---|---|---|---|---|---|---:|---|---|");
         for (long size : sizes()) {
             Optional<CellResult> t = cell(TAISHAN, size);
             Optional<CellResult> r = cell(ROCKSDB, size);
             double rocksRestore = median(r, restorePhases(), PhaseResult::millis);
             line(
-                    "| %s MiB | %s | %s | %s | %s | %s | %s |",
+                    "| %s MiB | %s | %s | %s | %s | %s | %s | %s | %s |",
                     size >> 20,
                     triple(
                             value(t, DurableCheckpoints.CHECKPOINT + 1, PhaseResult::millis),
@@ -156,8 +159,14 @@ public final class DurableCheckpointsReport {
                             median(t, incremental(t), PhaseResult::millis),
                             median(r, incremental(r), PhaseResult::millis)),
                     triple(
-                            median(t, incremental(t), size("checkpointedSize")) / KIB,
-                            median(r, incremental(r), size("checkpointedSize")) / KIB),
+                            sum(t, incremental(t), PhaseResult::millis),
+                            sum(r, incremental(r), PhaseResult::millis)),
+                    triple(
+                            median(t, incremental(t), size("checkpointedSize")) / MIB,
+                            median(r, incremental(r), size("checkpointedSize")) / MIB),
+                    triple(
+                            sum(t, incremental(t), size("checkpointedSize")) / MIB,
+                            sum(r, incremental(r), size("checkpointedSize")) / MIB),
                     count(median(t, incremental(t), p -> p.rpcTotal())),
                     triple(
                             value(t, DurableCheckpoints.RESTORE_LOCAL, PhaseResult::millis),
@@ -278,9 +287,24 @@ public final class DurableCheckpointsReport {
                         null));
         panels.add(
                 panel(
+                        "all incremental checkpoints ms (sum)",
+                        c -> sum(Optional.of(c), incremental(Optional.of(c)), PhaseResult::millis),
+                        null));
+        panels.add(
+                panel(
                         "uploaded per incremental checkpoint MiB (median)",
                         c ->
                                 median(
+                                                Optional.of(c),
+                                                incremental(Optional.of(c)),
+                                                size("checkpointedSize"))
+                                        / MIB,
+                        null));
+        panels.add(
+                panel(
+                        "uploaded by all incremental checkpoints MiB (sum)",
+                        c ->
+                                sum(
                                                 Optional.of(c),
                                                 incremental(Optional.of(c)),
                                                 size("checkpointedSize"))
@@ -310,7 +334,7 @@ public final class DurableCheckpointsReport {
         if (panels.isEmpty()) {
             return;
         }
-        ChartSheet.write(panels, 2, PANEL_WIDTH, PANEL_HEIGHT, file);
+        ChartSheet.write(panels, 3, PANEL_WIDTH, PANEL_HEIGHT, file);
         line("## Chart");
         line("");
         line("Against state size, both axes logarithmic.");
@@ -384,6 +408,24 @@ public final class DurableCheckpointsReport {
                                     ? SeriesMarkers.SQUARE
                                     : SeriesMarkers.CIRCLE);
         }
+    }
+
+    /**
+     * The cell's failure, or "ok" once it reached its teardown; a cell whose JVM ended before (the
+     * run's time limit killed it) shows the last phase it finished.
+     */
+    private static String outcome(CellResult c) {
+        if (c.failure() != null) {
+            return escape(c.failure());
+        }
+        List<PhaseResult> phases = phases(Optional.of(c));
+        if (!phases.isEmpty()
+                && phases.get(phases.size() - 1).phase().equals(DurableCheckpoints.TEARDOWN)) {
+            return "ok";
+        }
+        return "**incomplete**: the JVM ended after "
+                + (phases.isEmpty() ? "no phase" : "phase " + phases.get(phases.size() - 1).phase())
+                + " (killed at the run's time limit, or crashed: see its log)";
     }
 
     // ---- figures
@@ -460,6 +502,16 @@ public final class DurableCheckpointsReport {
         }
         OptionalDouble m = median(values);
         return m.isPresent() ? m.getAsDouble() : Double.NaN;
+    }
+
+    /** The sum over {@code names}; NaN if a cell misses one of them. */
+    private static double sum(
+            Optional<CellResult> c, List<String> names, ToDoubleFunction<PhaseResult> f) {
+        double sum = names.isEmpty() ? Double.NaN : 0;
+        for (String name : names) {
+            sum += value(c, name, f);
+        }
+        return sum;
     }
 
     private static OptionalDouble median(List<Double> values) {
