@@ -34,6 +34,9 @@ public final class DurableCheckpointsReport {
     private static final double KIB = 1 << 10;
     private static final int PANEL_WIDTH = 560;
     private static final int PANEL_HEIGHT = 420;
+    private static final Color TAISHAN_COLOR = new Color(0x1f, 0x5f, 0xd6);
+    private static final Color TAISHAN_LOST_COLOR = new Color(0x6c, 0xb4, 0xee);
+    private static final Color ROCKSDB_COLOR = new Color(0xf0, 0x9a, 0x00);
 
     private final List<CellResult> cells;
     private final StringBuilder md = new StringBuilder();
@@ -374,9 +377,9 @@ public final class DurableCheckpointsReport {
                 .setChartBackgroundColor(Color.WHITE)
                 .setMarkerSize(7);
         for (String backend : List.of(TAISHAN, ROCKSDB)) {
-            series(chart, backend, value, second == null ? "" : " (node holds the files)");
+            series(chart, backend, value, second == null ? "" : ", node holds files");
             if (second != null && backend.equals(TAISHAN)) {
-                series(chart, backend, second, " (after node loss)");
+                series(chart, backend, second, ", after node loss");
             }
         }
         return chart;
@@ -396,17 +399,17 @@ public final class DurableCheckpointsReport {
             }
         }
         if (!x.isEmpty()) {
-            String name =
-                    backend.equals(ROCKSDB)
-                            ? "RocksDB" + (suffix.isEmpty() ? "" : " (downloads)")
-                            : "Taishan" + suffix;
-            XYSeries s = chart.addSeries(name, x, y);
+            boolean rocksDb = backend.equals(ROCKSDB);
+            boolean lost = suffix.contains("loss");
+            XYSeries s = chart.addSeries(rocksDb ? "RocksDB" : "Taishan" + suffix, x, y);
+            // One colour per backend in every panel; Taishan after node loss a lighter blue.
+            Color color = rocksDb ? ROCKSDB_COLOR : lost ? TAISHAN_LOST_COLOR : TAISHAN_COLOR;
+            s.setLineColor(color);
+            s.setMarkerColor(color);
             s.setMarker(
-                    backend.equals(ROCKSDB)
+                    rocksDb
                             ? SeriesMarkers.DIAMOND
-                            : suffix.contains("loss")
-                                    ? SeriesMarkers.SQUARE
-                                    : SeriesMarkers.CIRCLE);
+                            : lost ? SeriesMarkers.SQUARE : SeriesMarkers.CIRCLE);
         }
     }
 
