@@ -5,8 +5,10 @@ import com.google.gson.GsonBuilder;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import javax.annotation.Nullable;
 
 /**
@@ -128,6 +130,17 @@ public record CellResult(
 
     public static CellResult read(Path file) throws IOException {
         return GSON.fromJson(Files.readString(file), CellResult.class);
+    }
+
+    /** Every cell's {@code .json} file in {@code dir}, in the order of their names. */
+    public static List<CellResult> readAll(Path dir) throws IOException {
+        List<CellResult> cells = new ArrayList<>();
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".json")).sorted().toList()) {
+                cells.add(read(f));
+            }
+        }
+        return cells;
     }
 
     /** All cells of a run as one JSON array. */

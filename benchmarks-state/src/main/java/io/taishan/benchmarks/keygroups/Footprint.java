@@ -24,7 +24,7 @@ import java.util.stream.Stream;
  * @param files regular files under the data directory, every link counted
  */
 public record Footprint(long openFiles, long rssBytes, long threads, long diskBytes, long files) {
-    static Footprint of(StateHome home) {
+    public static Footprint of(StateHome home) {
         Path proc = Path.of("/proc", Long.toString(home.pid()));
         long fds;
         try (Stream<Path> entries = Files.list(proc.resolve("fd"))) {
@@ -50,7 +50,7 @@ public record Footprint(long openFiles, long rssBytes, long threads, long diskBy
     }
 
     /** Distinct bytes and file count under {@code dir}; {-1, -1} if it cannot be walked. */
-    static long[] disk(Path dir) {
+    public static long[] disk(Path dir) {
         long[] totals = new long[2];
         Set<List<Object>> seen = new HashSet<>();
         try {

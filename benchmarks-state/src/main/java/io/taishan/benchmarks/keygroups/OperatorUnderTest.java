@@ -23,6 +23,7 @@ import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.core.fs.CloseableRegistry;
+import org.apache.flink.metrics.Gauge;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.jobgraph.OperatorID;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
@@ -43,12 +44,12 @@ import org.apache.flink.util.IOUtils;
  * StateBackend#createKeyedStateBackend} as a task makes it, and driven on a thread per subtask at
  * once, as parallel tasks would drive them. A step's time is until the last subtask finished it.
  */
-final class OperatorUnderTest {
+public final class OperatorUnderTest {
     private final List<Subtask> subtasks = new ArrayList<>();
     private final ExecutorService threads;
 
     /** The subtasks' keyed backends are not open yet: see {@link #open}. */
-    OperatorUnderTest(
+    public OperatorUnderTest(
             BackendUnderTest backend,
             Path workDir,
             JobID jobId,
@@ -94,6 +95,11 @@ final class OperatorUnderTest {
      * @return the nanoseconds until the slowest subtask's {@code createKeyedStateBackend} returned
      */
     long open(Collection<KeyedStateHandle> restoreFrom, boolean afterChange) throws Exception {
+        return open(restoreFrom, afterChange ? 1 : 0);
+    }
+
+    /** As {@link #open(Collection, boolean)}, restored after {@code rounds} change rounds. */
+    public long open(Collection<KeyedStateHandle> restoreFrom, int rounds) throws Exception {
         long start = System.nanoTime();
         List<Long> created =
                 onAll(
@@ -101,14 +107,14 @@ final class OperatorUnderTest {
                                 () -> {
                                     subtask.create(restoreFrom);
                                     long at = System.nanoTime() - start;
-                                    subtask.ready(!restoreFrom.isEmpty(), afterChange);
+                                    subtask.ready(!restoreFrom.isEmpty(), rounds);
                                     return at;
                                 });
         return created.stream().mapToLong(Long::longValue).max().orElse(0);
     }
 
     /** Every key of the data set into the subtask that owns it: value and map. */
-    void load() throws Exception {
+    public void load() throws Exception {
         onAll(
                 subtask ->
                         () -> {
@@ -119,10 +125,15 @@ final class OperatorUnderTest {
 
     /** The change set: each changed key's value and first map entry to version 1. */
     void change() throws Exception {
+        change(0);
+    }
+
+    /** Change round {@code round} (from 0): its keys' value and first map entry to version 1. */
+    public void change(int round) throws Exception {
         onAll(
                 subtask ->
                         () -> {
-                            subtask.change();
+                            subtask.change(round);
                             return null;
                         });
     }
@@ -134,7 +145,7 @@ final class OperatorUnderTest {
      * @return the subtasks' handles (as the JobManager receives them) and the slowest subtask's
      *     synchronous part in nanoseconds
      */
-    Checkpoint checkpoint(
+    public Checkpoint checkpoint(
             long checkpointId, CheckpointStreamFactory streams, CheckpointOptions options)
             throws Exception {
         long start = System.nanoTime();
@@ -168,7 +179,7 @@ final class OperatorUnderTest {
     /**
      * What the subtasks hear once the checkpoint is complete, and which earlier one it subsumed.
      */
-    void notifyComplete(long checkpointId, long subsumed) throws Exception {
+    public void notifyComplete(long checkpointId, long subsumed) throws Exception {
         onAll(
                 subtask ->
                         () -> {
@@ -187,13 +198,18 @@ final class OperatorUnderTest {
 
     /** Checks every key of {@code sample} that a subtask owns; returns how many were checked. */
     int verify(long[] sample, boolean afterChange) throws Exception {
-        return onAll(subtask -> () -> subtask.verify(sample, afterChange)).stream()
+        return verify(sample, afterChange ? 1 : 0);
+    }
+
+    /** As {@link #verify(long[], boolean)}, after {@code rounds} change rounds. */
+    public int verify(long[] sample, int rounds) throws Exception {
+        return onAll(subtask -> () -> subtask.verify(sample, rounds)).stream()
                 .mapToInt(Integer::intValue)
                 .sum();
     }
 
     /** The server calls of all subtasks so far, by kind. */
-    Map<String, Long> rpcs(BackendUnderTest backend) {
+    public Map<String, Long> rpcs(BackendUnderTest backend) {
         Map<String, Long> sum = new TreeMap<>();
         for (Subtask subtask : subtasks) {
             if (subtask.metrics != null) {
@@ -203,8 +219,24 @@ final class OperatorUnderTest {
         return sum;
     }
 
+    /**
+     * The sum over the subtasks of the numeric gauge named {@code name} (a dotted name relative to
+     * the operator, as {@code taishan.restoreDownloadedBytes}); -1 when no subtask registered it.
+     */
+    public long gauge(String name) {
+        long sum = -1;
+        for (Subtask subtask : subtasks) {
+            if (subtask.metrics != null
+                    && subtask.metrics.metrics().get(name) instanceof Gauge<?> gauge
+                    && gauge.getValue() instanceof Number value) {
+                sum = Math.max(sum, 0) + value.longValue();
+            }
+        }
+        return sum;
+    }
+
     /** Disposes and closes every subtask's keyed backend, as a cancelled or failed task does. */
-    void dispose() throws Exception {
+    public void dispose() throws Exception {
         onAll(
                 subtask ->
                         () -> {
@@ -214,7 +246,7 @@ final class OperatorUnderTest {
     }
 
     /** A completed checkpoint: what the JobManager holds of it. */
-    record Checkpoint(long id, List<KeyedStateHandle> handles, long syncNanos) {}
+    public record Checkpoint(long id, List<KeyedStateHandle> handles, long syncNanos) {}
 
     private interface Step<T> {
         Callable<T> on(Subtask subtask);
@@ -309,7 +341,7 @@ final class OperatorUnderTest {
                                             cancelStreamRegistry));
         }
 
-        void ready(boolean restored, boolean afterChange) throws Exception {
+        void ready(boolean restored, int rounds) throws Exception {
             value =
                     backend.getPartitionedState(
                             VoidNamespace.INSTANCE,
@@ -326,7 +358,7 @@ final class OperatorUnderTest {
             long key = keys[0];
             backend.setCurrentKey(key);
             if (restored) {
-                check(key, afterChange, false);
+                check(key, rounds, false);
             } else {
                 value.update(data.value(key, 0));
                 map.put(0L, data.mapValue(key, 0, 0));
@@ -336,7 +368,7 @@ final class OperatorUnderTest {
             }
         }
 
-        void load() throws Exception {
+        public void load() throws Exception {
             for (long key : keys) {
                 backend.setCurrentKey(key);
                 value.update(data.value(key, 0));
@@ -346,8 +378,8 @@ final class OperatorUnderTest {
             }
         }
 
-        void change() throws Exception {
-            for (long key : data.changedKeys()) {
+        void change(int round) throws Exception {
+            for (long key : data.changedKeys(round)) {
                 if (range.contains(KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism))) {
                     backend.setCurrentKey(key);
                     value.update(data.value(key, 1));
@@ -356,20 +388,20 @@ final class OperatorUnderTest {
             }
         }
 
-        int verify(long[] sample, boolean afterChange) throws Exception {
+        int verify(long[] sample, int rounds) throws Exception {
             int checked = 0;
             for (long key : sample) {
                 if (range.contains(KeyGroupRangeAssignment.assignToKeyGroup(key, maxParallelism))) {
                     backend.setCurrentKey(key);
-                    check(key, afterChange, true);
+                    check(key, rounds, true);
                     checked++;
                 }
             }
             return checked;
         }
 
-        private void check(long key, boolean afterChange, boolean wholeMap) throws Exception {
-            int version = data.version(key, afterChange);
+        private void check(long key, int rounds, boolean wholeMap) throws Exception {
+            int version = data.version(key, rounds);
             if (!Arrays.equals(value.value(), data.value(key, version))) {
                 throw new IllegalStateException(
                         "restored key " + key + ": value is not version " + version);

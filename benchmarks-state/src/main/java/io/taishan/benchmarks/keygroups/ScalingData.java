@@ -15,23 +15,25 @@ import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
  * The data every backend and every key-group count loads, the same each time: keys {@code 0 ..
  * keys-1}, each with a value of {@code valueBytes} bytes and a map of {@code mapEntries} entries.
  * The change set moves {@code changed} keys, spread evenly over the key space, to version 1: a new
- * value and a new first map entry. Values are derived from key and version, so a restored backend
- * is checked against this class, not against anything it stored.
+ * value and a new first map entry. Change rounds after the first take the next key of each stride
+ * (round {@code r} changes keys {@code i * stride + r}), so each round changes as many keys, none
+ * changed before. Values are derived from key and version, so a restored backend is checked against
+ * this class, not against anything it stored.
  */
-final class ScalingData {
+public final class ScalingData {
     static final ValueStateDescriptor<byte[]> VALUE =
             new ValueStateDescriptor<>("value", BytePrimitiveArraySerializer.INSTANCE);
     static final MapStateDescriptor<Long, Long> MAP =
             new MapStateDescriptor<>("map", LongSerializer.INSTANCE, LongSerializer.INSTANCE);
 
-    final int keys;
-    final int valueBytes;
-    final int mapEntries;
-    final int changed;
-    final int verify;
+    public final int keys;
+    public final int valueBytes;
+    public final int mapEntries;
+    public final int changed;
+    public final int verify;
     private final int stride;
 
-    ScalingData(int keys, int valueBytes, int mapEntries, int changed, int verify) {
+    public ScalingData(int keys, int valueBytes, int mapEntries, int changed, int verify) {
         if (keys < 1 || changed < 0 || changed > keys || mapEntries < 1 || verify < 1) {
             throw new IllegalArgumentException(
                     "need keys >= 1, 0 <= changed <= keys, map entries >= 1, verify >= 1");
@@ -45,24 +47,34 @@ final class ScalingData {
     }
 
     /**
-     * Whether the change set updates {@code key}: every {@code stride}-th key, {@code changed} of
-     * them.
+     * Whether one of the first {@code rounds} change rounds updates {@code key}: in each, every
+     * {@code stride}-th key, {@code changed} of them.
      */
-    boolean isChanged(long key) {
-        return key % stride == 0 && key / stride < changed;
+    boolean isChanged(long key, int rounds) {
+        return key % stride < rounds && key / stride < changed;
     }
 
-    long[] changedKeys() {
+    /** The keys that change round {@code round} (from 0) updates. */
+    long[] changedKeys(int round) {
+        if (round < 0 || (changed > 0 && round >= stride)) {
+            throw new IllegalArgumentException(
+                    "change round " + round + ": only " + stride + " rounds of distinct keys");
+        }
         long[] result = new long[changed];
         for (int i = 0; i < changed; i++) {
-            result[i] = (long) i * stride;
+            result[i] = (long) i * stride + round;
         }
         return result;
     }
 
     /** The version of {@code key} before (0) or after the change set. */
     int version(long key, boolean afterChange) {
-        return afterChange && isChanged(key) ? 1 : 0;
+        return version(key, afterChange ? 1 : 0);
+    }
+
+    /** The version of {@code key} after {@code rounds} change rounds. */
+    int version(long key, int rounds) {
+        return isChanged(key, rounds) ? 1 : 0;
     }
 
     byte[] value(long key, int version) {
@@ -91,7 +103,7 @@ final class ScalingData {
      * The keys a restore is checked on: {@code verify} keys spread over the key space, every other
      * one moved by one so that both changed and unchanged keys are among them.
      */
-    long[] sample() {
+    public long[] sample() {
         List<Long> sample = new ArrayList<>();
         for (int i = 0; i < verify; i++) {
             long key = (long) i * keys / verify + (i % 2);
@@ -109,7 +121,7 @@ final class ScalingData {
     }
 
     /** For the report: what was loaded and changed. */
-    String describe() {
+    public String describe() {
         return String.format(
                 "%,d keys, each a ValueState<byte[]> of %d bytes and a MapState<Long, Long> of %d"
                         + " entries; change set: %,d keys (value and one map entry)",

@@ -52,6 +52,16 @@ public interface BackendUnderTest extends AutoCloseable {
         return StateHome.taskJvm(null);
     }
 
+    /**
+     * Loses the node that holds the state, its disk included, and starts an empty one in its place
+     * that the same {@link #stateBackend()} reaches: a restore after it has nothing local. Returns
+     * false for a backend with no node of its own to lose (a task-local backend without local
+     * recovery, such as Flink's RocksDB here, has nothing local at any restore).
+     */
+    default boolean loseNode() throws Exception {
+        return false;
+    }
+
     @Override
     void close() throws Exception;
 

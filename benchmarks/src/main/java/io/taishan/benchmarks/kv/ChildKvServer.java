@@ -28,7 +28,16 @@ public final class ChildKvServer implements AutoCloseable {
     }
 
     public static ChildKvServer start(Path dataDir, Path log) throws IOException {
-        return start(BenchKvServerMain.class.getName(), List.of(dataDir.toString()), log);
+        return start(dataDir, List.of(), log);
+    }
+
+    /** With {@link BenchKvServerMain}'s options after the data dir ({@code --durable}, ...). */
+    public static ChildKvServer start(Path dataDir, List<String> options, Path log)
+            throws IOException {
+        List<String> args = new ArrayList<>();
+        args.add(dataDir.toString());
+        args.addAll(options);
+        return start(BenchKvServerMain.class.getName(), args, log);
     }
 
     /**
@@ -48,7 +57,10 @@ public final class ChildKvServer implements AutoCloseable {
                         System.getProperty("java.class.path"),
                         mainClass));
         command.addAll(args);
-        Process process = new ProcessBuilder(command).redirectError(log.toFile()).start();
+        Process process =
+                new ProcessBuilder(command)
+                        .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                        .start();
         try {
             String address = awaitAddress(process, log);
             return new ChildKvServer(process, address);
@@ -108,6 +120,20 @@ public final class ChildKvServer implements AutoCloseable {
 
     public long pid() {
         return process.pid();
+    }
+
+    /** The port the child serves on. */
+    public int port() {
+        return Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
+    }
+
+    /** SIGKILL, as a lost node: no graceful stop; returns once the process is gone. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException(
+                    "kv-server child " + pid() + " still runs after SIGKILL");
+        }
     }
 
     /** Closing stdin asks for a graceful stop; a child that hangs is killed. */

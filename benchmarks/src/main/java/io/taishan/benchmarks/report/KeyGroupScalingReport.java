@@ -5,8 +5,6 @@ import io.taishan.benchmarks.keygroups.CellResult.PhaseResult;
 import io.taishan.benchmarks.keygroups.CellResult.Repetition;
 import io.taishan.benchmarks.keygroups.Footprint;
 import java.awt.Color;
-import java.awt.Graphics2D;
-import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,9 +19,6 @@ import java.util.Optional;
 import java.util.OptionalDouble;
 import java.util.Set;
 import java.util.function.ToDoubleFunction;
-import java.util.stream.Stream;
-import javax.imageio.ImageIO;
-import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
@@ -94,12 +89,7 @@ public final class KeyGroupScalingReport {
         if (cellsDir == null) {
             throw new IllegalArgumentException("--cells DIR is required");
         }
-        List<CellResult> cells = new ArrayList<>();
-        try (Stream<Path> files = Files.list(cellsDir)) {
-            for (Path f : files.filter(p -> p.toString().endsWith(".json")).sorted().toList()) {
-                cells.add(CellResult.read(f));
-            }
-        }
+        List<CellResult> cells = CellResult.readAll(cellsDir);
         Files.createDirectories(out);
         Files.writeString(out.resolve("results.json"), CellResult.toJson(cells));
         KeyGroupScalingReport report = new KeyGroupScalingReport(cells);
@@ -513,25 +503,7 @@ public final class KeyGroupScalingReport {
         if (panels.isEmpty()) {
             return;
         }
-        // Laid out here: XChart's own grid wants exactly rows × columns charts, and a panel
-        // whose phase no cell passed is left out.
-        int cols = Math.min(3, panels.size());
-        int rows = (panels.size() + cols - 1) / cols;
-        BufferedImage sheet =
-                new BufferedImage(
-                        PANEL_WIDTH * cols, PANEL_HEIGHT * rows, BufferedImage.TYPE_INT_RGB);
-        Graphics2D g = sheet.createGraphics();
-        g.setColor(Color.WHITE);
-        g.fillRect(0, 0, sheet.getWidth(), sheet.getHeight());
-        for (int i = 0; i < panels.size(); i++) {
-            g.drawImage(
-                    BitmapEncoder.getBufferedImage(panels.get(i)),
-                    (i % cols) * PANEL_WIDTH,
-                    (i / cols) * PANEL_HEIGHT,
-                    null);
-        }
-        g.dispose();
-        ImageIO.write(sheet, "png", file.toFile());
+        ChartSheet.write(panels, 3, PANEL_WIDTH, PANEL_HEIGHT, file);
         line("## Chart");
         line("");
         line(

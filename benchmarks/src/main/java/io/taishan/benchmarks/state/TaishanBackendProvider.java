@@ -1,6 +1,7 @@
 package io.taishan.benchmarks.state;
 
 import io.taishan.backend.TaishanStateBackendFactory;
+import io.taishan.benchmarks.kv.BenchKvServerMain;
 import io.taishan.benchmarks.kv.ChildKvServer;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
@@ -20,6 +21,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.runtime.memory.MemoryManager;
 import org.apache.flink.runtime.state.StateBackend;
+import org.apache.flink.util.FileUtils;
 
 /**
  * {@code TAISHAN}: {@code TaishanStateBackend} on a kv-server in a child JVM (loopback gRPC,
@@ -31,14 +33,18 @@ import org.apache.flink.runtime.state.StateBackend;
  * Configuration} through {@code TaishanStateBackendFactory}, as {@code state.backend.type} makes
  * it, so the read cache is set by its string keys {@value #CACHE_TYPE} and {@value #CACHE_SIZE}: a
  * backend that does not know them ignores them, and then every {@code cache} setting runs without a
- * cache.
+ * cache. {@code TAISHAN_DURABLE} is the same with durable checkpoints: the child with {@code
+ * durable.enabled}, the backend with {@value #DURABLE}; its trials with a server of their own can
+ * lose the node ({@link BackendUnderTest#loseNode}).
  */
 public final class TaishanBackendProvider implements BenchmarkBackendProvider {
     public static final String TAISHAN = "TAISHAN";
+    public static final String TAISHAN_DURABLE = "TAISHAN_DURABLE";
 
     static final String KV_ADDRESS = "taishan.kv.address";
     static final String CACHE_TYPE = "taishan.cache.type";
     static final String CACHE_SIZE = "taishan.cache.size";
+    static final String DURABLE = "taishan.checkpoint.durable";
 
     /** The metric group of the store calls: {@code taishan.rpc.<kind>.count} (MeteredKvStore). */
     private static final String RPC_GROUP = "taishan.rpc.";
@@ -50,7 +56,7 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
 
     @Override
     public Set<String> backends() {
-        return Set.of(TAISHAN);
+        return Set.of(TAISHAN, TAISHAN_DURABLE);
     }
 
     @Override
@@ -66,23 +72,30 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
         boolean shared = settings.serverHome() != null;
         Path home = shared ? settings.serverHome() : settings.workDir();
         Path dataDir = home.resolve("kv-data");
+        Path log = home.resolve("kv-server.log");
+        boolean durable = TAISHAN_DURABLE.equals(backend);
+        List<String> serverOptions =
+                durable ? List.of(BenchKvServerMain.DURABLE) : List.<String>of();
         ChildKvServer server;
         if (shared) {
             synchronized (SHARED) {
                 server = SHARED.get(home);
                 if (server == null || !server.isAlive()) {
                     Files.createDirectories(dataDir);
-                    server = ChildKvServer.start(dataDir, home.resolve("kv-server.log"));
+                    server = ChildKvServer.start(dataDir, serverOptions, log);
                     SHARED.put(home, server);
                 }
             }
         } else {
             Files.createDirectories(dataDir);
-            server = ChildKvServer.start(dataDir, home.resolve("kv-server.log"));
+            server = ChildKvServer.start(dataDir, serverOptions, log);
         }
         try {
             Map<String, String> options = new LinkedHashMap<>();
             options.put(KV_ADDRESS, server.address());
+            if (durable) {
+                options.put(DURABLE, "true");
+            }
             ReadCache cache = settings.readCache();
             options.put(CACHE_TYPE, cache.enabled() ? "off-heap" : "none");
             if (cache.enabled()) {
@@ -106,7 +119,15 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
             // Asked for by every keyed backend; used only when the cache takes managed memory,
             // which this benchmark never lets it do: it sizes the cache with taishan.cache.size.
             MemoryManager memoryManager = MemoryManager.create(MANAGED_MEMORY_BYTES, PAGE_SIZE);
-            return new Remote(taishan, description, server, shared, dataDir, memoryManager);
+            return new Remote(
+                    taishan,
+                    description,
+                    server,
+                    shared,
+                    dataDir,
+                    serverOptions,
+                    log,
+                    memoryManager);
         } catch (Exception | Error e) {
             if (!shared) {
                 server.close();
@@ -118,10 +139,12 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
     private static final class Remote implements BackendUnderTest {
         private final StateBackend backend;
         private final String description;
-        private final ChildKvServer server;
         private final boolean shared;
         private final Path dataDir;
+        private final List<String> serverOptions;
+        private final Path log;
         private final MemoryManager memoryManager;
+        private ChildKvServer server;
 
         Remote(
                 StateBackend backend,
@@ -129,13 +152,38 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
                 ChildKvServer server,
                 boolean shared,
                 Path dataDir,
+                List<String> serverOptions,
+                Path log,
                 MemoryManager memoryManager) {
             this.backend = backend;
             this.description = description;
             this.server = server;
             this.shared = shared;
             this.dataDir = dataDir;
+            this.serverOptions = serverOptions;
+            this.log = log;
             this.memoryManager = memoryManager;
+        }
+
+        /**
+         * SIGKILL to the child, its data dir deleted as a lost disk would be, and an empty node
+         * started in its place on the same port (so the same address), with the same options.
+         */
+        @Override
+        public boolean loseNode() throws Exception {
+            if (shared) {
+                throw new IllegalStateException(
+                        "a kv-server shared by the trials of this JVM is not lost by one of them");
+            }
+            int port = server.port();
+            server.kill();
+            FileUtils.deleteDirectory(dataDir.toFile());
+            Files.createDirectories(dataDir);
+            List<String> options = new ArrayList<>(serverOptions);
+            options.add(BenchKvServerMain.PORT);
+            options.add(Integer.toString(port));
+            server = ChildKvServer.start(dataDir, options, log);
+            return true;
         }
 
         @Override

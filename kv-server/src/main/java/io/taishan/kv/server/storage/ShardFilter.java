@@ -308,7 +308,15 @@ final class ShardFilter {
         if (!reserve(filters.bytesForLiveKeys(estimate))) {
             return false;
         }
-        RebuildingFilter.Rebuild handle = f.beginRebuild(estimate);
+        RebuildingFilter.Rebuild handle;
+        try {
+            handle = f.beginRebuild(estimate);
+        } catch (IllegalStateException e) {
+            // A queued rebuild began on a rebuild thread between needsRebuild() and here (it
+            // takes no writer lock to begin): it covers this write, which must not fail for it.
+            setReserved(f.sizeBytes());
+            return f.isRebuilding();
+        }
         try (RangeDb.KeyScan keys = db.openKeyScan(shard.id())) {
             long[] hashes = new long[(int) Math.min(SCAN_PAGE_KEYS, estimate + 1)];
             while (true) {
