@@ -6,6 +6,7 @@ import io.taishan.benchmarks.keygroups.CellResult.PhaseResult;
 import io.taishan.benchmarks.keygroups.CellResult.Repetition;
 import io.taishan.benchmarks.keygroups.Footprint;
 import io.taishan.benchmarks.keygroups.OperatorUnderTest;
+import io.taishan.benchmarks.keygroups.PhaseMeasure;
 import io.taishan.benchmarks.keygroups.ScalingData;
 import io.taishan.benchmarks.state.BackendSettings;
 import io.taishan.benchmarks.state.BackendUnderTest;
@@ -22,7 +23,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -457,7 +457,7 @@ public final class DurableCheckpoints {
 
     /** Runs {@code body} on the phase thread under the phase timeout and records its result. */
     private void phase(String name, Body body) throws Exception {
-        Measure m = new Measure();
+        PhaseMeasure m = new PhaseMeasure(() -> under);
         long start = System.nanoTime();
         progress("%s ...", name);
         Future<Void> running =
@@ -489,17 +489,13 @@ public final class DurableCheckpoints {
                 throw new PhaseFailed();
             }
         }
-        if (m.footprint == null && under != null) {
-            m.footprint = Footprint.of(under.stateHome());
-        }
+        m.footprintIfAbsent();
         record(name, CellResult.OK, null, m);
     }
 
-    private void record(String name, String outcome, @Nullable String reason, Measure m)
+    private void record(String name, String outcome, @Nullable String reason, PhaseMeasure m)
             throws IOException {
-        PhaseResult result =
-                new PhaseResult(
-                        name, outcome, reason, m.millis(), m.parts, m.rpcs, m.footprint, m.sizes);
+        PhaseResult result = m.result(name, outcome, reason);
         phases.add(result);
         if (!result.ok() && failure == null) {
             failure = name + ": " + outcome + ": " + reason;
@@ -516,56 +512,8 @@ public final class DurableCheckpoints {
         write();
     }
 
-    /** What a phase body measures: its timed span, parts, RPCs, footprint and sizes. */
-    private final class Measure {
-        private long startNanos;
-        private long stopNanos;
-        private final Map<String, Double> parts = new LinkedHashMap<>();
-        private Map<String, Long> rpcs = Map.of();
-        private Map<String, Long> rpcsBefore = Map.of();
-        private final Map<String, Long> sizes = new LinkedHashMap<>();
-        @Nullable private Footprint footprint;
-
-        void start() {
-            startNanos = System.nanoTime();
-            stopNanos = 0;
-        }
-
-        void stop() {
-            stopNanos = System.nanoTime();
-        }
-
-        double millis() {
-            long end = stopNanos == 0 ? System.nanoTime() : stopNanos;
-            return (end - startNanos) / 1e6;
-        }
-
-        void part(String name, long nanos) {
-            parts.put(name, nanos / 1e6);
-        }
-
-        void size(String name, long value) {
-            sizes.put(name, value);
-        }
-
-        void from(OperatorUnderTest operator) {
-            rpcsBefore = operator.rpcs(under);
-        }
-
-        void rpcs(OperatorUnderTest operator) {
-            Map<String, Long> now = new TreeMap<>(operator.rpcs(under));
-            rpcsBefore.forEach((kind, count) -> now.merge(kind, -count, Long::sum));
-            now.values().removeIf(count -> count == 0);
-            rpcs = now;
-        }
-
-        void footprint() {
-            footprint = Footprint.of(under.stateHome());
-        }
-    }
-
     private interface Body {
-        void run(Measure m) throws Exception;
+        void run(PhaseMeasure m) throws Exception;
     }
 
     private static final class PhaseFailed extends Exception {

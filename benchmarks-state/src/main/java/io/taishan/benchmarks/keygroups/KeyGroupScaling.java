@@ -16,7 +16,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -478,7 +477,7 @@ public final class KeyGroupScaling {
          * itself.
          */
         private void phase(String name, Body body) throws Exception {
-            Measure m = new Measure();
+            PhaseMeasure m = new PhaseMeasure(() -> under);
             long start = System.nanoTime();
             progress("%s ...", name);
             Future<Void> running =
@@ -514,28 +513,15 @@ public final class KeyGroupScaling {
                     throw new PhaseFailed();
                 }
             }
-            if (m.footprint == null && under != null) {
-                m.footprint = Footprint.of(under.stateHome());
-            }
+            m.footprintIfAbsent();
             record(name, CellResult.OK, null, m);
         }
 
-        private void record(String name, String outcome, @Nullable String reason, Measure m) {
-            if (!CellResult.OK.equals(outcome) && m.footprint == null && under != null) {
-                // Read from outside the process: safe while the phase's thread is stuck, and it
-                // shows what the failure left (e.g. the open-files limit reached).
-                m.footprint = Footprint.of(under.stateHome());
+        private void record(String name, String outcome, @Nullable String reason, PhaseMeasure m) {
+            if (!CellResult.OK.equals(outcome)) {
+                m.footprintIfAbsent();
             }
-            PhaseResult result =
-                    new PhaseResult(
-                            name,
-                            outcome,
-                            reason,
-                            m.millis(),
-                            m.parts,
-                            m.rpcs,
-                            m.footprint,
-                            m.sizes);
+            PhaseResult result = m.result(name, outcome, reason);
             phases.add(result);
             if (!result.ok() && failure == null) {
                 failure = name + ": " + outcome + ": " + reason;
@@ -546,61 +532,10 @@ public final class KeyGroupScaling {
                 progress("%s %s: %s", name, outcome, reason);
             }
         }
-
-        /** What a phase body measures: its timed span, parts, RPCs, footprint and sizes. */
-        private final class Measure {
-            private long startNanos;
-            private long stopNanos;
-            private final Map<String, Double> parts = new LinkedHashMap<>();
-            private Map<String, Long> rpcs = Map.of();
-            private Map<String, Long> rpcsBefore = Map.of();
-            private final Map<String, Long> sizes = new LinkedHashMap<>();
-            @Nullable private Footprint footprint;
-
-            /** Starts (or restarts, after untimed preparation) the timed span. */
-            void start() {
-                startNanos = System.nanoTime();
-                stopNanos = 0;
-            }
-
-            void stop() {
-                stopNanos = System.nanoTime();
-            }
-
-            double millis() {
-                long end = stopNanos == 0 ? System.nanoTime() : stopNanos;
-                return (end - startNanos) / 1e6;
-            }
-
-            void part(String name, long nanos) {
-                parts.put(name, nanos / 1e6);
-            }
-
-            void size(String name, long value) {
-                sizes.put(name, value);
-            }
-
-            /** The operator's calls so far: this phase counts from here. */
-            void from(OperatorUnderTest operator) {
-                rpcsBefore = operator.rpcs(under);
-            }
-
-            /** The operator's calls since {@link #from} (or since it was opened). */
-            void rpcs(OperatorUnderTest operator) {
-                Map<String, Long> now = new TreeMap<>(operator.rpcs(under));
-                rpcsBefore.forEach((kind, count) -> now.merge(kind, -count, Long::sum));
-                now.values().removeIf(count -> count == 0);
-                rpcs = now;
-            }
-
-            void footprint() {
-                footprint = Footprint.of(under.stateHome());
-            }
-        }
     }
 
     private interface Body {
-        void run(Run.Measure m) throws Exception;
+        void run(PhaseMeasure m) throws Exception;
     }
 
     private static final class PhaseFailed extends Exception {
