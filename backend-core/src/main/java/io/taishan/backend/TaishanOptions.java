@@ -205,7 +205,7 @@ public final class TaishanOptions {
     public static final ConfigOption<Boolean> CHECKPOINT_DURABLE =
             ConfigOptions.key("taishan.checkpoint.durable")
                     .booleanType()
-                    .defaultValue(false)
+                    .defaultValue(true)
                     .withDescription(
                             "Whether checkpoints and native savepoints outlive the kv-server"
                                     + " nodes. On: once the shards' snapshots are taken, each node"
@@ -218,8 +218,10 @@ public final class TaishanOptions {
                                     + " A restore on a node that lost its snapshots downloads them;"
                                     + " one that holds them downloads nothing. Needs a file-system"
                                     + " checkpoint storage (with the JobManager's storage,"
-                                    + " checkpoints stay on the nodes only) and durable.enabled on"
-                                    + " every kv-server node.");
+                                    + " checkpoints stay on the nodes only) and durable.enabled"
+                                    + " (the default) on every kv-server node. Off: checkpoints"
+                                    + " live on the kv-server nodes only, and die with a node's"
+                                    + " disk.");
 
     public static final ConfigOption<String> TABLE_PREFIX =
             ConfigOptions.key("taishan.table.prefix")

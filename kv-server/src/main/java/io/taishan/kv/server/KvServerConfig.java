@@ -233,7 +233,7 @@ public final class KvServerConfig {
         return security;
     }
 
-    /** Cuts in Flink's checkpoint storage (the {@code durable.*} keys); off by default. */
+    /** Cuts in Flink's checkpoint storage (the {@code durable.*} keys); on by default. */
     public DurableOptions durable() {
         return durable;
     }
@@ -305,7 +305,7 @@ public final class KvServerConfig {
         private Duration authReloadInterval = SecurityOptions.DEFAULT_RELOAD_INTERVAL;
         @Nullable private Integer metricsPort;
         private Duration metricsSampleInterval = Duration.ofSeconds(15);
-        private boolean durableEnabled;
+        private boolean durableEnabled = true;
         @Nullable private Path durableFlinkConfDir;
         private Map<String, String> durableFlinkConfig = new TreeMap<>();
         @Nullable private Path durablePluginsDir;

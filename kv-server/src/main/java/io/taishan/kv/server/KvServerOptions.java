@@ -482,10 +482,12 @@ public final class KvServerOptions {
             option(
                     "durable.enabled",
                     ValueType.BOOLEAN,
-                    "false",
+                    "true",
                     "Move cuts to and from Flink's checkpoint storage (s3://, hdfs://, file://;"
-                            + " kv-server/README.md, Durable checkpoints). Off: no other durable.*"
-                            + " key is used, and Flink's file systems are never set up.");
+                            + " kv-server/README.md, Durable checkpoints) when a job's durable"
+                            + " checkpoint asks. Off: such checkpoints fail with a clear cause, no"
+                            + " other durable.* key is used, and Flink's file systems are never"
+                            + " set up.");
 
     public static final ServerOption DURABLE_FLINK_CONF_DIR =
             option(

@@ -62,9 +62,7 @@ final class DurableNode implements AutoCloseable {
                         .blockCacheBytes(8 << 20)
                         .writeBufferBytes(8 << 20)
                         .snapshotCache(snapshotCache);
-        if (durable != null) {
-            b.durable(durable);
-        }
+        b.durable(durable != null ? durable : DurableOptions.disabled());
         server = EmbeddedKvServer.start(b.build());
     }
 

@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * classpath, {@code file://} always.
  *
  * <p>Flink keeps this state in statics: one configuration per JVM, the last initialization's. A
- * kv-server has one config; tests that start several nodes in one JVM share it.
+ * kv-server has one config; tests that start several nodes in one JVM share it. A node that sets
+ * none of the keys leaves the JVM's file systems as they are.
  */
 final class FlinkFileSystems {
     private static final Logger LOG = LoggerFactory.getLogger(FlinkFileSystems.class);
@@ -36,6 +37,18 @@ final class FlinkFileSystems {
      *     directory or the plugins directory cannot be read
      */
     static void initialize(DurableOptions options) {
+        if (options.flinkConfDir() == null
+                && options.pluginsDir() == null
+                && options.flinkConfig().isEmpty()) {
+            // Nothing to set: keep what the JVM has. A node embedded in a Flink process then
+            // writes through that process's file systems instead of resetting them to defaults
+            // under its feet; a standalone node gets Flink's defaults lazily (file://, and any
+            // file system on the classpath) at its first transfer.
+            LOG.info(
+                    "No durable.flink-conf-dir, plugins-dir or flink.* keys: Flink's file"
+                            + " systems as this JVM has them");
+            return;
+        }
         Configuration config = configuration(options);
         PluginManager plugins = null;
         if (options.pluginsDir() != null) {

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A node started from config keys with {@code durable.enabled}: its transfers are there and counted
- * on {@code /metrics}; off (the default), there are none and no such metric; a bad {@code
+ * on {@code /metrics}, as they are by default; off, there are none and no such metric; a bad {@code
  * durable.*} setting stops the start with one line before the data dir is taken.
  */
 class DurableTransferMetricsTest {
@@ -34,9 +34,18 @@ class DurableTransferMetricsTest {
     @TempDir Path tmp;
 
     @Test
-    void offByDefault() throws Exception {
+    void onByDefaultAndOffWhenSaid() throws Exception {
         try (EmbeddedKvServer server =
                 EmbeddedKvServer.start(KvServerConfig.builder().metricsPort(0).build())) {
+            assertThat(server.server().durableTransfers()).isPresent();
+            assertThat(scrape(server).sampleNames()).contains(FILES);
+        }
+        try (EmbeddedKvServer server =
+                EmbeddedKvServer.start(
+                        KvServerConfig.builder()
+                                .properties(
+                                        properties("durable.enabled", "false", "metrics.port", "0"))
+                                .build())) {
             assertThat(server.server().durableTransfers()).isEmpty();
             assertThat(scrape(server).sampleNames())
                     .noneMatch(n -> n.startsWith("taishan_kv_durable_"));
@@ -108,7 +117,7 @@ class DurableTransferMetricsTest {
                 .hasMessage("durable.plugins-dir " + nowhere + " is not a directory");
         try (EmbeddedKvServer server =
                 EmbeddedKvServer.start(KvServerConfig.builder().dataDir(dataDir).build())) {
-            assertThat(server.server().durableTransfers()).isEmpty();
+            assertThat(server.server().durableTransfers()).isPresent();
         }
     }
 
