@@ -1,6 +1,9 @@
 package io.taishan.backend.read;
 
 import io.taishan.cache.StateCache;
+import io.taishan.kv.client.KvEntry;
+import java.util.Arrays;
+import java.util.List;
 import javax.annotation.Nullable;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 
@@ -24,6 +27,15 @@ import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
  * entries unreachable at once, whatever their number; so does the eviction of the generation entry
  * (then the map's reads miss, and are filled again, under a new generation). A range delete over a
  * whole shard takes a fresh space for the shard.
+ *
+ * <p><b>Listings.</b> A small map may also be cached whole, as one {@link MapListing} under the key
+ * {@link MapListing#KEY} of its generation, so that iterating it, {@code isEmpty()} and gets of
+ * user keys it lacks need no round trip. A listing is made from a scan that read the whole map in
+ * one page, or by {@code clear()} (an empty one); from then on every put and delete of the map
+ * rewrites it, as it writes the entry through, so it stays the map's current content. Whether the
+ * map has one is a flag in the generation entry ({@code [generation, 8 bytes][1]}), which every map
+ * operation reads anyway: a write to a map without a listing costs nothing more. A listing past its
+ * bounds, or evicted, is dropped with its flag, and the map is scanned again.
  *
  * <p><b>TTL.</b> An entry of a state with TTL expires when its value would: at its last-access
  * timestamp plus the TTL, on the TTL clock, translated into wall-clock time for the cache. Flink's
@@ -76,7 +88,70 @@ public final class ReadCache {
         if (!policy.cached()) {
             return null;
         }
-        return cache.get(spaceOf(shard, key, policy, mapPrefixLength), key);
+        if (!policy.mapEntries()) {
+            return cache.get(shardSpace(shard), key);
+        }
+        long generation = generation(shard, key, mapPrefixLength);
+        byte[] value = cache.get(spaceOf(generation), key);
+        if (value != null || !listed(generation)) {
+            return value;
+        }
+        byte[] listing = cache.get(spaceOf(generation), MapListing.KEY);
+        if (listing == null) {
+            unlist(shard, key, mapPrefixLength, generation);
+            return null;
+        }
+        byte[] listed = MapListing.find(listing, key, mapPrefixLength);
+        return listed == null ? StateCache.ABSENT : listed;
+    }
+
+    /**
+     * Every entry of the map whose entries start with {@code prefix}, in key order, or null when
+     * the cache has no listing of it.
+     */
+    @Nullable
+    List<KvEntry> listing(int shard, byte[] prefix, CachePolicy policy) {
+        if (!policy.cached() || !policy.mapEntries()) {
+            return null;
+        }
+        byte[] generationEntry = cache.get(shardSpace(shard), generationKey(prefix, prefix.length));
+        if (generationEntry == null || !listed(generationEntry)) {
+            return null;
+        }
+        long generation = longOf(generationEntry) << 1 | 1;
+        byte[] listing = cache.get(spaceOf(generation), MapListing.KEY);
+        if (listing == null) {
+            unlist(shard, prefix, prefix.length, generation);
+            return null;
+        }
+        return MapListing.decode(listing, prefix);
+    }
+
+    /**
+     * After a scan that read the whole map under {@code prefix}: {@code entries} is its content now
+     * (server and pending writes merged). Listed if within {@link MapListing}'s bounds.
+     */
+    void fillListing(int shard, byte[] prefix, List<KvEntry> entries, CachePolicy policy) {
+        if (!policy.cached() || !policy.mapEntries()) {
+            return;
+        }
+        byte[] listing = MapListing.encode(entries, prefix.length);
+        if (listing == null) {
+            return;
+        }
+        long expireAt = listingExpireAt(policy, entries);
+        if (expireAt < 0) {
+            return;
+        }
+        long generation = generation(shard, prefix, prefix.length);
+        cache.put(spaceOf(generation), MapListing.KEY, listing, expireAt);
+        if (!listed(generation)) {
+            cache.put(
+                    shardSpace(shard),
+                    generationKey(prefix, prefix.length),
+                    generationEntry(spaceOf(generation), true),
+                    StateCache.NEVER);
+        }
     }
 
     /** After a read from the pending writes or the server: what {@code key} holds now. */
@@ -86,10 +161,12 @@ public final class ReadCache {
             @Nullable byte[] value,
             CachePolicy policy,
             int mapPrefixLength) {
-        if (!policy.cached()) {
-            return;
+        if (policy.cached()) {
+            fillIn(spaceOf(shard, key, policy, mapPrefixLength), key, value, policy);
         }
-        long space = spaceOf(shard, key, policy, mapPrefixLength);
+    }
+
+    private void fillIn(long space, byte[] key, @Nullable byte[] value, CachePolicy policy) {
         if (value == null) {
             cache.putAbsent(space, key, StateCache.NEVER);
             return;
@@ -105,13 +182,79 @@ public final class ReadCache {
     // ---- write-through
 
     void put(int shard, byte[] key, byte[] value, CachePolicy policy, int mapPrefixLength) {
-        fill(shard, key, value, policy, mapPrefixLength);
+        write(shard, key, value, policy, mapPrefixLength);
     }
 
     void delete(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
-        if (policy.cached()) {
-            cache.putAbsent(spaceOf(shard, key, policy, mapPrefixLength), key, StateCache.NEVER);
+        write(shard, key, null, policy, mapPrefixLength);
+    }
+
+    /** A put ({@code value} not null) or a delete, written through; a map's listing follows. */
+    private void write(
+            int shard,
+            byte[] key,
+            @Nullable byte[] value,
+            CachePolicy policy,
+            int mapPrefixLength) {
+        if (!policy.cached()) {
+            return;
         }
+        if (!policy.mapEntries()) {
+            fillIn(shardSpace(shard), key, value, policy);
+            return;
+        }
+        long generation = generation(shard, key, mapPrefixLength);
+        long space = spaceOf(generation);
+        fillIn(space, key, value, policy);
+        if (!listed(generation)) {
+            return;
+        }
+        byte[] listing = cache.get(space, MapListing.KEY);
+        byte[] updated =
+                listing == null ? null : MapListing.with(listing, key, mapPrefixLength, value);
+        long expireAt = -1;
+        if (updated != null) {
+            expireAt =
+                    policy.hasTtl()
+                            ? listingExpireAt(
+                                    policy,
+                                    MapListing.decode(updated, Arrays.copyOf(key, mapPrefixLength)))
+                            : StateCache.NEVER;
+        }
+        if (expireAt < 0) {
+            unlist(shard, key, mapPrefixLength, generation);
+        } else {
+            cache.put(space, MapListing.KEY, updated, expireAt);
+        }
+    }
+
+    /** The map's listing is gone or past its bounds: drop it and its flag. */
+    private void unlist(int shard, byte[] key, int mapPrefixLength, long generation) {
+        long space = spaceOf(generation);
+        cache.invalidate(space, MapListing.KEY);
+        cache.put(
+                shardSpace(shard),
+                generationKey(key, mapPrefixLength),
+                generationEntry(space, false),
+                StateCache.NEVER);
+    }
+
+    /**
+     * The earliest expiry of the entries' values, NEVER without TTL, -1 if one must not be cached.
+     */
+    private long listingExpireAt(CachePolicy policy, List<KvEntry> entries) {
+        if (!policy.hasTtl()) {
+            return StateCache.NEVER;
+        }
+        long earliest = StateCache.NEVER;
+        for (KvEntry e : entries) {
+            long at = expireAt(policy, e.value());
+            if (at < 0) {
+                return -1;
+            }
+            earliest = Math.min(earliest, at);
+        }
+        return earliest;
     }
 
     /**
@@ -130,6 +273,13 @@ public final class ReadCache {
             return;
         }
         long space = spaceOf(shard, key, policy, mapPrefixLength);
+        if (policy.mapEntries()) {
+            // No map appends its entries today; a listing could not follow one.
+            long generation = generation(shard, key, mapPrefixLength);
+            if (listed(generation)) {
+                unlist(shard, key, mapPrefixLength, generation);
+            }
+        }
         if (operand.length > MAX_CACHED_VALUE_BYTES) {
             cache.invalidate(space, key);
             return;
@@ -154,13 +304,17 @@ public final class ReadCache {
         }
     }
 
-    /** {@code clear()} of the map whose entries all start with {@code prefix}. */
+    /**
+     * {@code clear()} of the map whose entries all start with {@code prefix}: a fresh generation,
+     * listed as empty.
+     */
     void clearMap(int shard, byte[] prefix) {
         long generation = cache.newSpace();
+        cache.put(generation, MapListing.KEY, MapListing.EMPTY, StateCache.NEVER);
         cache.put(
                 shardSpace(shard),
                 generationKey(prefix, prefix.length),
-                bytesOf(generation),
+                generationEntry(generation, true),
                 StateCache.NEVER);
     }
 
@@ -176,19 +330,47 @@ public final class ReadCache {
     }
 
     private long spaceOf(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
-        long shardSpace = shardSpace(shard);
         if (!policy.mapEntries()) {
-            return shardSpace;
+            return shardSpace(shard);
         }
+        return spaceOf(generation(shard, key, mapPrefixLength));
+    }
+
+    /**
+     * The map's generation and listing flag packed as {@code space << 1 | listed} (spaces are far
+     * below 2^62), read from its generation entry, or a fresh unlisted one.
+     */
+    private long generation(int shard, byte[] key, int mapPrefixLength) {
+        long shardSpace = shardSpace(shard);
         byte[] generationKey = generationKey(key, mapPrefixLength);
-        byte[] generation = cache.get(shardSpace, generationKey);
-        if (generation != null && generation.length == Long.BYTES) {
-            return longOf(generation);
+        byte[] entry = cache.get(shardSpace, generationKey);
+        if (entry != null && entry.length >= Long.BYTES) {
+            return longOf(entry) << 1 | (listed(entry) ? 1 : 0);
         }
         // Unknown (never cleared, or evicted): a fresh generation, under which nothing is cached.
         long fresh = cache.newSpace();
-        cache.put(shardSpace, generationKey, bytesOf(fresh), StateCache.NEVER);
-        return fresh;
+        cache.put(shardSpace, generationKey, generationEntry(fresh, false), StateCache.NEVER);
+        return fresh << 1;
+    }
+
+    private static long spaceOf(long generation) {
+        return generation >>> 1;
+    }
+
+    private static boolean listed(long generation) {
+        return (generation & 1) != 0;
+    }
+
+    private static boolean listed(byte[] generationEntry) {
+        return generationEntry.length > Long.BYTES && generationEntry[Long.BYTES] == 1;
+    }
+
+    private static byte[] generationEntry(long space, boolean listed) {
+        byte[] entry = Arrays.copyOf(bytesOf(space), Long.BYTES + (listed ? 1 : 0));
+        if (listed) {
+            entry[Long.BYTES] = 1;
+        }
+        return entry;
     }
 
     private static byte[] generationKey(byte[] key, int prefixLength) {

@@ -9,8 +9,9 @@ import org.apache.flink.metrics.MetricGroup;
  * What the read path of one subtask did, under the operator's {@code taishan.read} metric group:
  * {@code cacheHits}, {@code cacheMisses}, {@code filterAbsent} (reads the Bloom filter answered
  * with no round trip), {@code filterFalsePositives} (a "maybe" the server answered with absent),
- * {@code remoteGets}, {@code remoteScans} (pages), and gauges of the TaskManager-wide cache it
- * shares ({@code cacheBytesUsed}, {@code cacheCapacityBytes}, {@code cacheEntries}, {@code
+ * {@code remoteGets}, {@code remoteScans} (pages), {@code mapListingHits} (maps iterated from the
+ * cache's listing of their whole content, with no scan), and gauges of the TaskManager-wide cache
+ * it shares ({@code cacheBytesUsed}, {@code cacheCapacityBytes}, {@code cacheEntries}, {@code
  * cacheEvictions}) and of its filters ({@code filterLoadedShards}, {@code filterBytes}). The RPC
  * counts of every kind are under {@code taishan.rpc}.
  */
@@ -21,6 +22,7 @@ public final class ReadMetrics {
     private final LongAdder filterFalsePositives = new LongAdder();
     private final LongAdder remoteGets = new LongAdder();
     private final LongAdder remoteScans = new LongAdder();
+    private final LongAdder mapListingHits = new LongAdder();
 
     public static ReadMetrics register(
             @Nullable MetricGroup taishanGroup, StateCache cache, ShardFilters filters) {
@@ -33,6 +35,7 @@ public final class ReadMetrics {
             g.gauge("filterFalsePositives", metrics.filterFalsePositives::sum);
             g.gauge("remoteGets", metrics.remoteGets::sum);
             g.gauge("remoteScans", metrics.remoteScans::sum);
+            g.gauge("mapListingHits", metrics.mapListingHits::sum);
             g.gauge("cacheBytesUsed", () -> cache.stats().bytesUsed());
             g.gauge("cacheCapacityBytes", () -> cache.stats().capacity());
             g.gauge("cacheEntries", () -> cache.stats().entries());
@@ -67,6 +70,10 @@ public final class ReadMetrics {
         remoteScans.increment();
     }
 
+    void mapListingHit() {
+        mapListingHits.increment();
+    }
+
     public long cacheHits() {
         return cacheHits.sum();
     }
@@ -89,5 +96,9 @@ public final class ReadMetrics {
 
     public long remoteScans() {
         return remoteScans.sum();
+    }
+
+    public long mapListingHits() {
+        return mapListingHits.sum();
     }
 }

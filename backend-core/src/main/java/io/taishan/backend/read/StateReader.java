@@ -31,6 +31,9 @@ import javax.annotation.Nullable;
  * <p>What the pending writes or the server answered is put into the cache (by the task thread only:
  * a read from another thread could otherwise put back a value the task thread just overwrote).
  *
+ * <p>A map whose whole content the cache lists ({@link #cachedMap}, {@link MapListing}) is iterated
+ * with no round trip; after a scan that read a whole small map the cache is offered its listing.
+ *
  * <p>A scan ({@link #scanPage}) reads a page from the server and merges the pending writes of the
  * same range into it, as RocksDB's {@code WriteBatchWithIndex} iterator merges a batch into its
  * base, so map iteration, key iteration and timer refills never wait for the write queue to drain.
@@ -136,6 +139,28 @@ public final class StateReader {
     private byte[] remoteGet(ShardLease lease, byte[] key) {
         metrics.remoteGet();
         return Uninterruptibly.call(() -> store.get(lease, key));
+    }
+
+    /**
+     * Every entry of the map under {@code prefix} when the cache lists it ({@link MapListing}), or
+     * null: then scan it. Task thread only.
+     */
+    @Nullable
+    public List<KvEntry> cachedMap(ShardLease lease, byte[] prefix, CachePolicy policy) {
+        List<KvEntry> listed = cache.listing(lease.shard(), prefix, policy);
+        if (listed != null) {
+            metrics.mapListingHit();
+        }
+        return listed;
+    }
+
+    /**
+     * After {@link #scanPage} read the whole map under {@code prefix} in one page: lets the cache
+     * list it. Task thread only.
+     */
+    public void mapScanned(
+            ShardLease lease, byte[] prefix, List<KvEntry> entries, CachePolicy policy) {
+        cache.fillListing(lease.shard(), prefix, entries, policy);
     }
 
     /**

@@ -162,7 +162,8 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
                         queried.lease(),
                         queried.storeKey(),
                         serializer.getKeySerializer(),
-                        serializer.getValueSerializer());
+                        serializer.getValueSerializer(),
+                        false);
         if (!iterator.hasNext()) {
             return null;
         }
@@ -206,7 +207,7 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
 
     private EntryIterator<UK, UV> newEntryIterator() {
         return new EntryIterator<>(
-                this, currentLease(), currentKey(), userKeySerializer, userValueSerializer);
+                this, currentLease(), currentKey(), userKeySerializer, userValueSerializer, true);
     }
 
     private <T> byte[] serializeNullable(T value, TypeSerializer<T> serializer) throws IOException {
@@ -227,7 +228,8 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
     /**
      * The entries under one key and namespace, a page at a time; each page starts after the last
      * key seen, so writes made while iterating (including through the entries) are seen as
-     * RocksDB's re-seeking iterator sees them.
+     * RocksDB's re-seeking iterator sees them. A small map the read cache lists whole is one page
+     * with no round trip, and a map read whole in one page is offered to the cache to list.
      */
     private static final class EntryIterator<UK, UV> implements Iterator<Map.Entry<UK, UV>> {
         private final TaishanMapState<?, ?, UK, UV> state;
@@ -236,6 +238,9 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
         private final byte[] end;
         private final TypeSerializer<UK> keySerializer;
         private final TypeSerializer<UV> valueSerializer;
+
+        /** On the task thread: may read and fill the cache's listing of the map. */
+        private final boolean taskThread;
 
         private List<KvEntry> page = List.of();
         private int index;
@@ -247,8 +252,10 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
                 ShardLease lease,
                 byte[] prefix,
                 TypeSerializer<UK> keySerializer,
-                TypeSerializer<UV> valueSerializer) {
+                TypeSerializer<UV> valueSerializer,
+                boolean taskThread) {
             this.state = state;
+            this.taskThread = taskThread;
             this.lease = lease;
             this.prefix = prefix;
             this.end = ScanRange.prefixSuccessor(prefix);
@@ -263,13 +270,27 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
                 if (nextStart == null) {
                     return false;
                 }
+                StateReader reader = state.context.reader();
+                boolean whole = taskThread && nextStart == prefix;
+                if (whole) {
+                    List<KvEntry> listed = reader.cachedMap(lease, prefix, state.cachePolicy);
+                    if (listed != null) {
+                        page = listed;
+                        index = 0;
+                        nextStart = null;
+                        continue;
+                    }
+                }
                 StateReader.MergedPage merged =
-                        state.context.reader().scanPage(lease, nextStart, end, PAGE_SIZE, false);
+                        reader.scanPage(lease, nextStart, end, PAGE_SIZE, false);
                 page = merged.entries();
                 index = 0;
                 // Every page starts past the last key the previous one covered, so writes made
                 // meanwhile show as RocksDB's re-seeking iterator shows them.
                 nextStart = merged.next();
+                if (whole && nextStart == null) {
+                    reader.mapScanned(lease, prefix, page, state.cachePolicy);
+                }
             }
             return true;
         }
