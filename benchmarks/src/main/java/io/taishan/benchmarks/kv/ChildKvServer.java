@@ -32,6 +32,9 @@ public final class ChildKvServer implements AutoCloseable {
     }
 
     /** With {@link BenchKvServerMain}'s options after the data dir ({@code --durable}, ...). */
+    /** An environment variable: more JVM options for the child, separated by spaces. */
+    public static final String EXTRA_JVM_OPTIONS = "TAISHAN_BENCH_KV_JVM_OPTS";
+
     public static ChildKvServer start(Path dataDir, List<String> options, Path log)
             throws IOException {
         List<String> args = new ArrayList<>();
@@ -48,14 +51,13 @@ public final class ChildKvServer implements AutoCloseable {
             throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> command = new ArrayList<>();
-        command.addAll(
-                List.of(
-                        java,
-                        "-Xmx1g",
-                        "-XX:+UseG1GC",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        mainClass));
+        command.addAll(List.of(java, "-Xmx1g", "-XX:+UseG1GC"));
+        // E.g. a JFR recording of the server (bin/taishan-nexmark --profile).
+        String extra = System.getenv(EXTRA_JVM_OPTIONS);
+        if (extra != null && !extra.isBlank()) {
+            command.addAll(List.of(extra.trim().split("\\s+")));
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass));
         command.addAll(args);
         Process process =
                 new ProcessBuilder(command)
