@@ -35,56 +35,6 @@ public record StorageOptions(
         FilterOptions filters,
         SnapshotCacheOptions snapshotCache) {
 
-    /** With the default snapshot cache options. */
-    public StorageOptions(
-            Path dataDir,
-            WalMode walMode,
-            long blockCacheBytes,
-            long writeBufferBytes,
-            long storeWriteBufferBytes,
-            int backgroundThreads,
-            int maxOpenFilesPerStore,
-            Duration storeIdleClose,
-            int maxOpenStores,
-            FilterOptions filters) {
-        this(
-                dataDir,
-                walMode,
-                blockCacheBytes,
-                writeBufferBytes,
-                storeWriteBufferBytes,
-                backgroundThreads,
-                maxOpenFilesPerStore,
-                storeIdleClose,
-                maxOpenStores,
-                filters,
-                SnapshotCacheOptions.DEFAULTS);
-    }
-
-    /** With the default filter options. */
-    public StorageOptions(
-            Path dataDir,
-            WalMode walMode,
-            long blockCacheBytes,
-            long writeBufferBytes,
-            long storeWriteBufferBytes,
-            int backgroundThreads,
-            int maxOpenFilesPerStore,
-            Duration storeIdleClose,
-            int maxOpenStores) {
-        this(
-                dataDir,
-                walMode,
-                blockCacheBytes,
-                writeBufferBytes,
-                storeWriteBufferBytes,
-                backgroundThreads,
-                maxOpenFilesPerStore,
-                storeIdleClose,
-                maxOpenStores,
-                FilterOptions.DEFAULTS);
-    }
-
     public StorageOptions {
         Objects.requireNonNull(dataDir, "dataDir");
         Objects.requireNonNull(filters, "filters");
@@ -116,7 +66,9 @@ public record StorageOptions(
                 2,
                 64,
                 Duration.ofMinutes(5),
-                1024);
+                1024,
+                FilterOptions.DEFAULTS,
+                SnapshotCacheOptions.DEFAULTS);
     }
 
     public boolean walEnabled() {

@@ -74,6 +74,8 @@ final class Ops {
                 2,
                 64,
                 Duration.ofMinutes(10),
-                100);
+                100,
+                FilterOptions.DEFAULTS,
+                SnapshotCacheOptions.DEFAULTS);
     }
 }

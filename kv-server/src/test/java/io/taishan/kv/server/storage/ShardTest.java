@@ -435,7 +435,9 @@ class ShardTest {
                                 2,
                                 64,
                                 o.storeIdleClose(),
-                                2));
+                                2,
+                                FilterOptions.DEFAULTS,
+                                SnapshotCacheOptions.DEFAULTS));
         TableStore t = engine.tableStore("t");
         List<Long> epochs = new ArrayList<>();
         for (int s = 0; s < 4; s++) {

@@ -48,7 +48,9 @@ class TableDensityTest {
                         defaults.backgroundThreads(),
                         defaults.maxOpenFilesPerStore(),
                         Duration.ofHours(1),
-                        defaults.maxOpenStores());
+                        defaults.maxOpenStores(),
+                        FilterOptions.DEFAULTS,
+                        SnapshotCacheOptions.DEFAULTS);
         long emptyDisk = allocatedBytes(dir);
         long fdsBefore = openFileDescriptors();
         try (StorageEngine engine = StorageEngine.open(options)) {
