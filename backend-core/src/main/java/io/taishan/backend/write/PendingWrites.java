@@ -31,9 +31,9 @@ import javax.annotation.Nullable;
  * need the entries sorted by unsigned key bytes: a tree holds those, and the entries added since
  * the last range query go into it when the next one comes. A key acknowledged before any range
  * query needed it never enters the tree, so a subtask that only writes and reads points (value
- * updates, list appends, map puts) pays no tree insertion: with a tree insertion per write it spent
- * about three quarters of its update time in the tree's key comparisons. Not thread-safe: the write
- * queue guards it with its lock.
+ * updates, list appends, map puts) pays no tree insertion: with a tree insertion per write, 73% of
+ * a value update's time on the task thread went to this index, most of it the tree's key
+ * comparisons. Not thread-safe: the write queue guards it with its lock.
  */
 public final class PendingWrites {
 
