@@ -1,5 +1,11 @@
 package io.taishan.backend;
 
+import static io.taishan.backend.DurableBackends.deleteRecursively;
+import static io.taishan.backend.DurableBackends.keyed;
+import static io.taishan.backend.DurableBackends.placeholders;
+import static io.taishan.backend.DurableBackends.registered;
+import static io.taishan.backend.DurableBackends.state;
+import static io.taishan.backend.DurableBackends.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -12,34 +18,16 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.RunnableFuture;
 import java.util.stream.Stream;
 import org.apache.flink.api.common.JobID;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeutils.base.IntSerializer;
-import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.core.fs.CloseableRegistry;
-import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
-import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.checkpoint.CheckpointType;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.CheckpointStorageAccess;
-import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
-import org.apache.flink.runtime.state.CheckpointStreamFactory;
-import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
-import org.apache.flink.runtime.state.KeyGroupRange;
-import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.PlaceholderStreamStateHandle;
 import org.apache.flink.runtime.state.SharedStateRegistryImpl;
-import org.apache.flink.runtime.state.SnapshotResult;
-import org.apache.flink.runtime.state.VoidNamespace;
-import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
-import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.ExceptionUtils;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -58,11 +46,6 @@ import org.junit.jupiter.api.io.TempDir;
 class DurableCheckpointDirsTest {
     private static final String TEAM_A = "team-a-0123456789abcdef012345678";
     private static final String TEAM_B = "team-b-0123456789abcdef012345678";
-    private static final int KEY_GROUPS = 8;
-    private static final KeyGroupRange ALL = KeyGroupRange.of(0, KEY_GROUPS - 1);
-    private static final String OPERATOR = "StreamMap_0a448493b4782967b150582570326227_(1/1)";
-    private static final ValueStateDescriptor<Integer> COUNT =
-            new ValueStateDescriptor<>("count", IntSerializer.INSTANCE);
 
     private static MockEnvironment env;
 
@@ -120,7 +103,7 @@ class DurableCheckpointDirsTest {
         write(backend, 1_000, 10, 0);
         KeyedStateHandle second = snapshot(backend, 2);
         // The copies of checkpoint 1 went out as reusable paths, and were accepted.
-        assertThat(placeholders(second)).isNotEmpty();
+        assertThat(placeholders((IncrementalRemoteKeyedStateHandle) second)).isNotEmpty();
         registered(registry, second, 2);
 
         int port = server.port();
@@ -181,77 +164,17 @@ class DurableCheckpointDirsTest {
                         .setTablePrefix(tablePrefix)
                         .setDurableCheckpoints(true)
                         .configure(config, getClass().getClassLoader());
-        TaishanKeyedStateBackend<String> keyed =
-                (TaishanKeyedStateBackend<String>)
-                        backend.createKeyedStateBackend(
-                                new KeyedStateBackendParametersImpl<>(
-                                        env,
-                                        job,
-                                        OPERATOR,
-                                        StringSerializer.INSTANCE,
-                                        KEY_GROUPS,
-                                        ALL,
-                                        env.getTaskKvStateRegistry(),
-                                        TtlTimeProvider.DEFAULT,
-                                        new UnregisteredMetricsGroup(),
-                                        handles,
-                                        new CloseableRegistry()));
+        TaishanKeyedStateBackend<String> keyed = keyed(backend, env, job, handles);
         backends.add(keyed);
         return keyed;
     }
 
     private KeyedStateHandle snapshot(TaishanKeyedStateBackend<String> backend, long checkpointId)
             throws Exception {
-        CheckpointStreamFactory location = storageOfA.initializeLocationForCheckpoint(checkpointId);
-        RunnableFuture<SnapshotResult<KeyedStateHandle>> future =
-                backend.snapshot(
-                        checkpointId,
-                        checkpointId,
-                        location,
-                        new CheckpointOptions(
-                                CheckpointType.CHECKPOINT,
-                                CheckpointStorageLocationReference.getDefault()));
-        future.run();
-        return future.get().getJobManagerOwnedSnapshot();
-    }
-
-    private static void registered(
-            SharedStateRegistryImpl registry, KeyedStateHandle handle, long checkpointId) {
-        handle.registerSharedStates(registry, checkpointId);
-        registry.checkpointCompleted(checkpointId);
-    }
-
-    private static List<PlaceholderStreamStateHandle> placeholders(KeyedStateHandle handle) {
-        List<PlaceholderStreamStateHandle> found = new ArrayList<>();
-        for (HandleAndLocalPath copy :
-                ((IncrementalRemoteKeyedStateHandle) handle).getSharedState()) {
-            if (copy.getHandle() instanceof PlaceholderStreamStateHandle placeholder) {
-                found.add(placeholder);
-            }
-        }
-        return found;
-    }
-
-    private static void write(
-            TaishanKeyedStateBackend<String> backend, int from, int count, int offset)
-            throws Exception {
-        for (int i = from; i < from + count; i++) {
-            backend.setCurrentKey("k" + i);
-            state(backend).update(i + offset);
-        }
-    }
-
-    private static ValueState<Integer> state(TaishanKeyedStateBackend<String> backend)
-            throws Exception {
-        return backend.getPartitionedState(
-                VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE, COUNT);
-    }
-
-    private static void deleteRecursively(Path root) throws Exception {
-        try (var paths = Files.walk(root)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
-        }
+        return DurableBackends.snapshot(
+                backend,
+                checkpointId,
+                storageOfA.initializeLocationForCheckpoint(checkpointId),
+                CheckpointType.CHECKPOINT);
     }
 }

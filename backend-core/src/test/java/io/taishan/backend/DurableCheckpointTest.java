@@ -1,49 +1,37 @@
 package io.taishan.backend;
 
+import static io.taishan.backend.DurableBackends.ALL;
+import static io.taishan.backend.DurableBackends.deleteRecursively;
+import static io.taishan.backend.DurableBackends.keyed;
+import static io.taishan.backend.DurableBackends.placeholders;
+import static io.taishan.backend.DurableBackends.registered;
+import static io.taishan.backend.DurableBackends.snapshot;
+import static io.taishan.backend.DurableBackends.state;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.kv.server.EmbeddedKvServer;
 import io.taishan.kv.server.KvServerConfig;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.RunnableFuture;
 import org.apache.flink.api.common.JobID;
-import org.apache.flink.api.common.state.ValueState;
-import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeutils.base.IntSerializer;
-import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.core.execution.SavepointFormatType;
-import org.apache.flink.core.fs.CloseableRegistry;
-import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
-import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.checkpoint.CheckpointType;
 import org.apache.flink.runtime.checkpoint.SavepointType;
-import org.apache.flink.runtime.checkpoint.SnapshotType;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.CheckpointStorageAccess;
-import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
-import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.IncrementalKeyedStateHandle.HandleAndLocalPath;
 import org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle;
-import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
-import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.PlaceholderStreamStateHandle;
 import org.apache.flink.runtime.state.SharedStateRegistryImpl;
-import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.StreamStateHandle;
-import org.apache.flink.runtime.state.VoidNamespace;
-import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStorageLocation;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
 import org.apache.flink.runtime.state.storage.FileSystemCheckpointStorage;
-import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -57,12 +45,6 @@ import org.junit.jupiter.api.io.TempDir;
  * what a savepoint and a full checkpoint hold, and a restore on a node whose disk is gone.
  */
 class DurableCheckpointTest {
-    private static final int KEY_GROUPS = 8;
-    private static final KeyGroupRange ALL = KeyGroupRange.of(0, KEY_GROUPS - 1);
-    private static final String OPERATOR = "StreamMap_0a448493b4782967b150582570326227_(1/1)";
-    private static final ValueStateDescriptor<Integer> COUNT =
-            new ValueStateDescriptor<>("count", IntSerializer.INSTANCE);
-
     private static MockEnvironment env;
 
     @TempDir Path dir;
@@ -242,7 +224,7 @@ class DurableCheckpointTest {
                         registry,
                         snapshot(backend, 1, checkpointLocation(1), CheckpointType.CHECKPOINT),
                         1);
-        write(backend, 0, 300, 7); // after the checkpoint: must not be restored
+        DurableBackends.write(backend, 0, 300, 7); // after the checkpoint: must not be restored
 
         TaishanKeyedStateBackend<String> intact = create(job, List.of(checkpoint));
         assertThat(intact.backendMetrics().restoreDownloadedBytes()).isZero();
@@ -287,64 +269,14 @@ class DurableCheckpointTest {
                 new TaishanStateBackend()
                         .setKvAddress(server.address())
                         .setDurableCheckpoints(true);
-        TaishanKeyedStateBackend<String> keyed =
-                (TaishanKeyedStateBackend<String>)
-                        backend.createKeyedStateBackend(
-                                new KeyedStateBackendParametersImpl<>(
-                                        env,
-                                        jobId,
-                                        OPERATOR,
-                                        StringSerializer.INSTANCE,
-                                        KEY_GROUPS,
-                                        ALL,
-                                        env.getTaskKvStateRegistry(),
-                                        TtlTimeProvider.DEFAULT,
-                                        new UnregisteredMetricsGroup(),
-                                        handles,
-                                        new CloseableRegistry()));
+        TaishanKeyedStateBackend<String> keyed = keyed(backend, env, jobId, handles);
         backends.add(keyed);
         return keyed;
-    }
-
-    private static KeyedStateHandle snapshot(
-            TaishanKeyedStateBackend<String> backend,
-            long checkpointId,
-            CheckpointStreamFactory location,
-            SnapshotType type)
-            throws Exception {
-        RunnableFuture<SnapshotResult<KeyedStateHandle>> future =
-                backend.snapshot(
-                        checkpointId,
-                        checkpointId,
-                        location,
-                        new CheckpointOptions(
-                                type, CheckpointStorageLocationReference.getDefault()));
-        future.run();
-        return future.get().getJobManagerOwnedSnapshot();
-    }
-
-    /** As the JobManager does when the acknowledgement arrives: placeholders become the copies. */
-    private static KeyedStateHandle registered(
-            SharedStateRegistryImpl registry, KeyedStateHandle handle, long checkpointId) {
-        handle.registerSharedStates(registry, checkpointId);
-        registry.checkpointCompleted(checkpointId);
-        return handle;
     }
 
     private static IncrementalRemoteKeyedStateHandle durable(KeyedStateHandle handle) {
         assertThat(handle).isInstanceOf(IncrementalRemoteKeyedStateHandle.class);
         return (IncrementalRemoteKeyedStateHandle) handle;
-    }
-
-    private static List<PlaceholderStreamStateHandle> placeholders(
-            IncrementalRemoteKeyedStateHandle handle) {
-        List<PlaceholderStreamStateHandle> found = new ArrayList<>();
-        for (HandleAndLocalPath copy : handle.getSharedState()) {
-            if (copy.getHandle() instanceof PlaceholderStreamStateHandle placeholder) {
-                found.add(placeholder);
-            }
-        }
-        return found;
     }
 
     private static List<String> physicalIds(IncrementalRemoteKeyedStateHandle handle) {
@@ -359,17 +291,7 @@ class DurableCheckpointTest {
 
     private static void write(TaishanKeyedStateBackend<String> backend, int from, int count)
             throws Exception {
-        write(backend, from, count, 0);
-    }
-
-    /** Keys {@code k<from>..}, each value its number plus {@code offset}. */
-    private static void write(
-            TaishanKeyedStateBackend<String> backend, int from, int count, int offset)
-            throws Exception {
-        for (int i = from; i < from + count; i++) {
-            backend.setCurrentKey("k" + i);
-            state(backend).update(i + offset);
-        }
+        DurableBackends.write(backend, from, count, 0);
     }
 
     private static void assertValues(TaishanKeyedStateBackend<String> backend, int from, int count)
@@ -377,20 +299,6 @@ class DurableCheckpointTest {
         for (int i = from; i < from + count; i++) {
             backend.setCurrentKey("k" + i);
             assertThat(state(backend).value()).as("k" + i).isEqualTo(i);
-        }
-    }
-
-    private static ValueState<Integer> state(TaishanKeyedStateBackend<String> backend)
-            throws Exception {
-        return backend.getPartitionedState(
-                VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE, COUNT);
-    }
-
-    private static void deleteRecursively(Path root) throws Exception {
-        try (var paths = Files.walk(root)) {
-            for (Path p : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(p);
-            }
         }
     }
 }
