@@ -110,13 +110,10 @@ final class MapListing {
     }
 
     /**
-     * {@code listing} after a put of {@code value} (null: a delete) under store key {@code key}, or
-     * null when the map grew past the bounds.
+     * Applies a put of {@code value} (null: a delete) under store key {@code key} to {@code
+     * entries}, a decoded listing in key order.
      */
-    @Nullable
-    static byte[] with(byte[] listing, byte[] key, int prefixLength, @Nullable byte[] value) {
-        byte[] prefix = Arrays.copyOf(key, prefixLength);
-        List<KvEntry> entries = decode(listing, prefix);
+    static void apply(List<KvEntry> entries, byte[] key, @Nullable byte[] value) {
         int i = 0;
         int order = 1;
         while (i < entries.size()
@@ -125,16 +122,14 @@ final class MapListing {
         }
         boolean present = i < entries.size() && order == 0;
         if (value == null) {
-            if (!present) {
-                return listing;
+            if (present) {
+                entries.remove(i);
             }
-            entries.remove(i);
         } else if (present) {
             entries.set(i, new KvEntry(key, value));
         } else {
             entries.add(i, new KvEntry(key, value));
         }
-        return encode(entries, prefixLength);
     }
 
     private static int varintSize(int v) {

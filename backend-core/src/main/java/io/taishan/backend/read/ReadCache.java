@@ -210,16 +210,15 @@ public final class ReadCache {
             return;
         }
         byte[] listing = cache.get(space, MapListing.KEY);
-        byte[] updated =
-                listing == null ? null : MapListing.with(listing, key, mapPrefixLength, value);
+        byte[] updated = null;
         long expireAt = -1;
-        if (updated != null) {
-            expireAt =
-                    policy.hasTtl()
-                            ? listingExpireAt(
-                                    policy,
-                                    MapListing.decode(updated, Arrays.copyOf(key, mapPrefixLength)))
-                            : StateCache.NEVER;
+        if (listing != null) {
+            List<KvEntry> entries = MapListing.decode(listing, Arrays.copyOf(key, mapPrefixLength));
+            MapListing.apply(entries, key, value);
+            updated = MapListing.encode(entries, mapPrefixLength);
+            if (updated != null) {
+                expireAt = listingExpireAt(policy, entries);
+            }
         }
         if (expireAt < 0) {
             unlist(shard, key, mapPrefixLength, generation);
