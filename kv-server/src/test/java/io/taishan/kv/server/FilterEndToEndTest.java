@@ -289,7 +289,8 @@ class FilterEndToEndTest {
                 System.out.printf(
                         "FilterEndToEndTest: %d keys, filter %d bytes, fetched in %d ms%n",
                         keys, bytes, millis);
-                assertThat(bytes).isGreaterThan(3L << 20);
+                // The size depends on the key count at the last rebuild (700k..1M keys): > 2 MiB.
+                assertThat(bytes).isGreaterThan(2L << 20);
                 assertThat(fetched.filter().estimatedFpp()).isLessThan(0.001);
                 int missing = 0;
                 for (int i = 0; i < keys; i++) {
@@ -325,7 +326,9 @@ class FilterEndToEndTest {
                     }
                     assertThat((long) all.size())
                             .isEqualTo(header.getHeader().getSerializedBytes());
-                    assertThat(chunks).isGreaterThanOrEqualTo(4);
+                    assertThat(chunks)
+                            .isGreaterThanOrEqualTo(3)
+                            .isGreaterThanOrEqualTo((int) ((all.size() + (1 << 20) - 1) >> 20));
                     try (BloomFilter again = BloomFilter.fromBytes(all.toByteArray())) {
                         assertThat(again.mightContain(KeyHash.hash(key(keys - 1)))).isTrue();
                     }
