@@ -1,5 +1,7 @@
 package io.taishan.cache;
 
+import java.util.Optional;
+
 /**
  * A read cache of serialized keyed state: bytes in, bytes out, shared by every state of every
  * backend in a TaskManager.
@@ -68,4 +70,12 @@ public interface StateCache {
      * to be read by each of a handful of metric gauges every reporting interval.
      */
     CacheStats stats();
+
+    /**
+     * The stats of the local disk tier behind this cache ({@link LocalDiskCache}), if it has one;
+     * {@link #stats()} are then the in-memory tier's.
+     */
+    default Optional<CacheStats> localStats() {
+        return Optional.empty();
+    }
 }

@@ -1,5 +1,7 @@
 package io.taishan.cache;
 
+import java.util.Optional;
+
 /**
  * One backend's share of a {@link StateCacheRegistry}'s cache: the cache itself for reads and
  * writes, and, until {@link #close}d, a contribution to its capacity.
@@ -79,6 +81,12 @@ public final class StateCacheHandle implements StateCache, AutoCloseable {
     @Override
     public CacheStats stats() {
         return closed ? CacheStats.EMPTY : cache.stats();
+    }
+
+    /** The disk tier's stats, as {@link #stats()}: empty after close. */
+    @Override
+    public Optional<CacheStats> localStats() {
+        return closed ? Optional.empty() : cache.localStats();
     }
 
     /** Whether {@link #close} was called. */

@@ -1,9 +1,10 @@
 package io.taishan.cache;
 
 import java.time.InstantSource;
-import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import javax.annotation.Nullable;
 
 /**
  * Hands out the TaskManager-wide cache: one shared instance per {@link CacheType}, sized by the sum
@@ -35,7 +36,7 @@ public final class StateCacheRegistry {
 
     private final InstantSource clock;
     private final int offHeapSegments;
-    private final Map<CacheType, Shared> shared = new EnumMap<>(CacheType.class);
+    private final Map<Key, Shared> shared = new HashMap<>();
 
     /** A registry of its own, on the system clock. */
     public StateCacheRegistry() {
@@ -62,7 +63,20 @@ public final class StateCacheRegistry {
      * @param contributedBytes the budget this caller brings; positive, except for {@link
      *     CacheType#NONE}, which ignores it
      */
-    public synchronized StateCacheHandle acquire(CacheType type, long contributedBytes) {
+    public StateCacheHandle acquire(CacheType type, long contributedBytes) {
+        return acquire(type, contributedBytes, null);
+    }
+
+    /**
+     * As {@link #acquire(CacheType, long)}, with a local disk tier behind the memory ({@link
+     * LocalDiskCache}). Handles with the same type and tier spec share one cache; another spec
+     * (directory or size) makes a cache of its own, as another type does.
+     *
+     * @param localTier the disk tier, or null for none
+     * @throws java.io.UncheckedIOException if the tier's directory cannot be made
+     */
+    public synchronized StateCacheHandle acquire(
+            CacheType type, long contributedBytes, @Nullable LocalDiskCache.Spec localTier) {
         Objects.requireNonNull(type, "type");
         if (type == CacheType.NONE) {
             return new StateCacheHandle(this, new NoOpStateCache(), 0L);
@@ -75,10 +89,11 @@ public final class StateCacheRegistry {
                             + contributedBytes
                             + " bytes; use NONE without one");
         }
-        Shared s = shared.get(type);
+        Key key = new Key(type, localTier);
+        Shared s = shared.get(key);
         if (s == null) {
-            s = new Shared(create(type, contributedBytes), contributedBytes);
-            shared.put(type, s);
+            s = new Shared(key, create(key, contributedBytes), contributedBytes);
+            shared.put(key, s);
         } else {
             long total = Math.addExact(s.capacity, contributedBytes);
             s.cache.setCapacity(total);
@@ -88,7 +103,20 @@ public final class StateCacheRegistry {
         return new StateCacheHandle(this, s.cache, contributedBytes);
     }
 
-    private SharedStateCache create(CacheType type, long capacity) {
+    private SharedStateCache create(Key key, long capacity) {
+        SharedStateCache memory = createMemory(key.type(), capacity);
+        if (key.localTier() == null) {
+            return memory;
+        }
+        try {
+            return new TieredStateCache(memory, new LocalDiskCache(key.localTier(), clock));
+        } catch (RuntimeException e) {
+            memory.close();
+            throw e;
+        }
+    }
+
+    private SharedStateCache createMemory(CacheType type, long capacity) {
         switch (type) {
             case OFF_HEAP:
                 return new OffHeapStateCache(capacity, offHeapSegments, clock);
@@ -105,13 +133,13 @@ public final class StateCacheRegistry {
         if (cache.type() == CacheType.NONE) {
             return;
         }
-        Shared s = shared.get(cache.type());
-        if (s == null || s.cache != cache) {
+        Shared s = shared.values().stream().filter(x -> x.cache == cache).findAny().orElse(null);
+        if (s == null) {
             throw new IllegalStateException("handle of a cache this registry no longer holds");
         }
         s.handles--;
         if (s.handles == 0) {
-            shared.remove(cache.type());
+            shared.remove(s.key);
             cache.close();
         } else {
             s.capacity -= handle.contributedBytes();
@@ -119,24 +147,32 @@ public final class StateCacheRegistry {
         }
     }
 
-    /** The live handles on this type's shared cache; 0 if there is none. */
+    /** The live handles on this type's shared caches; 0 if there is none. */
     public synchronized int liveHandles(CacheType type) {
-        Shared s = shared.get(type);
-        return s == null ? 0 : s.handles;
+        return shared.values().stream()
+                .filter(s -> s.key.type() == type)
+                .mapToInt(s -> s.handles)
+                .sum();
     }
 
-    /** The capacity of this type's shared cache (the sum of its contributions); 0 if none. */
+    /** The capacity of this type's shared caches (the sum of their contributions); 0 if none. */
     public synchronized long capacity(CacheType type) {
-        Shared s = shared.get(type);
-        return s == null ? 0L : s.capacity;
+        return shared.values().stream()
+                .filter(s -> s.key.type() == type)
+                .mapToLong(s -> s.capacity)
+                .sum();
     }
+
+    private record Key(CacheType type, @Nullable LocalDiskCache.Spec localTier) {}
 
     private static final class Shared {
+        final Key key;
         final SharedStateCache cache;
         long capacity;
         int handles;
 
-        Shared(SharedStateCache cache, long capacity) {
+        Shared(Key key, SharedStateCache cache, long capacity) {
+            this.key = key;
             this.cache = cache;
             this.capacity = capacity;
         }

@@ -2,6 +2,7 @@ package io.taishan.cache;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -10,6 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -41,6 +43,37 @@ class StateCacheModelTest {
                 assertThat(s.misses()).as("misses").isPositive();
                 assertThat(s.evictions()).as("evictions").isGreaterThan(1000);
                 assertThat(s.expirations()).as("expirations").isPositive();
+            } finally {
+                cache.close();
+            }
+        }
+    }
+
+    /**
+     * The same with a local disk tier behind a memory tier far smaller than the data, and a disk
+     * tier small enough that its oldest segment is dropped again and again.
+     */
+    @ParameterizedTest
+    @EnumSource(
+            value = CacheType.class,
+            names = {"OFF_HEAP", "ON_HEAP"})
+    void withALocalDiskTierRandomOperationsMatchTheModel(CacheType type, @TempDir Path dir) {
+        for (long seed = 1; seed <= 3; seed++) {
+            ManualClock clock = new ManualClock(1_700_000_000_000L);
+            LocalDiskCache disk =
+                    new LocalDiskCache(
+                            new LocalDiskCache.Spec(dir.toString(), LocalDiskCache.MIN_BYTES),
+                            clock);
+            SharedStateCache cache =
+                    new TieredStateCache(Caches.create(type, CAPACITY / 4, clock), disk);
+            try {
+                run(cache, clock, new Random(seed), 60_000, true, true);
+                CacheStats local = cache.localStats().orElseThrow();
+                assertThat(local.hits()).as("disk hits").isPositive();
+                assertThat(local.absentHits()).as("disk absent hits").isPositive();
+                assertThat(local.misses()).as("disk misses").isPositive();
+                assertThat(local.evictions()).as("disk evictions").isPositive();
+                assertThat(local.expirations()).as("disk expirations").isPositive();
             } finally {
                 cache.close();
             }
