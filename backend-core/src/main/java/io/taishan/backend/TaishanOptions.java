@@ -182,6 +182,31 @@ public final class TaishanOptions {
                                     + " memory model; add it to taskmanager.memory.task.off-heap.size"
                                     + " (off-heap) or the task heap (on-heap) yourself.");
 
+    public static final ConfigOption<String> CACHE_LOCAL_DIR =
+            ConfigOptions.key("taishan.cache.local-dir")
+                    .stringType()
+                    .noDefaultValue()
+                    .withDescription(
+                            "A directory on the TaskManager's local disk (an SSD) for a second"
+                                    + " tier of the read cache, behind the memory cache: for state"
+                                    + " far larger than memory. Unset (the default): no disk is"
+                                    + " used. The tier is a cache only: it never holds a write the"
+                                    + " store lacks, works in a subdirectory of its own that it"
+                                    + " deletes when the TaskManager's last Taishan subtask ends,"
+                                    + " and is lost without harm with the TaskManager or its disk."
+                                    + " Needs taishan.cache.type off-heap or on-heap. It keeps up"
+                                    + " to 96 MiB of recent writes on the heap before they reach"
+                                    + " the disk.");
+
+    public static final ConfigOption<MemorySize> CACHE_LOCAL_SIZE =
+            ConfigOptions.key("taishan.cache.local-size")
+                    .memoryType()
+                    .defaultValue(MemorySize.parse("10g"))
+                    .withDescription(
+                            "The disk the local cache tier (taishan.cache.local-dir) may use on"
+                                    + " each TaskManager; the entries read least recently leave"
+                                    + " first. At least 4 MiB.");
+
     public static final ConfigOption<Boolean> BLOOM_FILTER_ENABLED =
             ConfigOptions.key("taishan.bloom-filter.enabled")
                     .booleanType()

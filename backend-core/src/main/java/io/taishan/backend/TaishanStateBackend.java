@@ -2,6 +2,7 @@ package io.taishan.backend;
 
 import io.taishan.backend.read.ReadPathConfig;
 import io.taishan.backend.write.WriteQueueConfig;
+import io.taishan.cache.LocalDiskCache;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvClientTls;
 import io.taishan.kv.protocol.BearerTokens;
@@ -63,6 +64,8 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                     TaishanOptions.TIMER_CACHE_SIZE,
                     TaishanOptions.CACHE_TYPE,
                     TaishanOptions.CACHE_SIZE,
+                    TaishanOptions.CACHE_LOCAL_DIR,
+                    TaishanOptions.CACHE_LOCAL_SIZE,
                     TaishanOptions.BLOOM_FILTER_ENABLED,
                     TaishanOptions.TTL_CLOCK_REPORT_INTERVAL,
                     TaishanOptions.CHECKPOINT_DURABLE,
@@ -314,6 +317,14 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                 settings.getOptional(TaishanOptions.CACHE_SIZE)
                         .map(MemorySize::getBytes)
                         .orElse(null),
+                settings.getOptional(TaishanOptions.CACHE_LOCAL_DIR)
+                        .map(
+                                dir ->
+                                        new LocalDiskCache.Spec(
+                                                dir,
+                                                settings.get(TaishanOptions.CACHE_LOCAL_SIZE)
+                                                        .getBytes()))
+                        .orElse(null),
                 settings.get(TaishanOptions.BLOOM_FILTER_ENABLED));
     }
 
@@ -334,6 +345,17 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
 
     public TaishanStateBackend setCacheSize(MemorySize bytes) {
         settings.set(TaishanOptions.CACHE_SIZE, bytes);
+        return this;
+    }
+
+    /**
+     * A local disk tier of the read cache in {@code directory}, using at most {@code size} ({@code
+     * taishan.cache.local-dir}, {@code taishan.cache.local-size}).
+     */
+    public TaishanStateBackend setLocalCache(String directory, MemorySize size) {
+        settings.set(TaishanOptions.CACHE_LOCAL_DIR, directory);
+        settings.set(TaishanOptions.CACHE_LOCAL_SIZE, size);
+        validate(settings);
         return this;
     }
 

@@ -3,6 +3,8 @@ package io.taishan.backend;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.kv.server.EmbeddedKvServer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -12,6 +14,7 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.RunnableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -37,6 +40,7 @@ import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -96,6 +100,27 @@ class ReadPathModelTest {
     @CsvSource({"off-heap, 64mb, 1", "off-heap, 48kb, 2", "on-heap, 48kb, 3", "none, 1mb, 4"})
     void everyReadMatchesTheModel(String cacheType, String cacheSize, long seed) throws Exception {
         new Run(cacheType, MemorySize.parse(cacheSize), seed).run();
+    }
+
+    /**
+     * The same with a local disk tier behind a memory cache far smaller than the state: every read
+     * still matches, and the tier answers reads that the memory alone sent to the server.
+     */
+    @ParameterizedTest(name = "seed {0}")
+    @CsvSource({"5", "6"})
+    void withALocalDiskTierEveryReadMatchesTheModel(long seed, @TempDir Path dir) throws Exception {
+        Run memoryOnly = new Run("off-heap", MemorySize.parse("16kb"), seed);
+        memoryOnly.run();
+        Run tiered = new Run("off-heap", MemorySize.parse("16kb"), seed);
+        tiered.factory.setLocalCache(dir.toString(), MemorySize.parse("4mb"));
+        tiered.run();
+        System.out.printf(
+                "remote gets: %d with the memory cache, %d with the disk tier too%n",
+                memoryOnly.remoteGets, tiered.remoteGets);
+        assertThat(tiered.remoteGets).isLessThan(memoryOnly.remoteGets * 3 / 4);
+        try (Stream<Path> left = Files.list(dir)) {
+            assertThat(left).as("the tier's directory, after its last backend").isEmpty();
+        }
     }
 
     /** A timestamped value, as the TTL wrapper stores it. */

@@ -3,6 +3,7 @@ package io.taishan.backend.read;
 import io.taishan.cache.CacheType;
 import io.taishan.cache.StateCacheHandle;
 import io.taishan.cache.StateCacheRegistry;
+import java.io.UncheckedIOException;
 import javax.annotation.Nullable;
 import org.apache.flink.runtime.memory.MemoryManager;
 import org.apache.flink.runtime.memory.OpaqueMemoryResource;
@@ -19,7 +20,8 @@ import org.slf4j.LoggerFactory;
  * and never hands the same bytes to another consumer, so a container is never killed for it. The
  * slot's bytes are added to the capacity of the shared cache ({@link StateCacheRegistry}), which is
  * therefore the sum over the slots that use it. With {@code taishan.cache.size} the share is that
- * size instead, per subtask, outside Flink's accounting.
+ * size instead, per subtask, outside Flink's accounting. A local disk tier ({@code
+ * taishan.cache.local-dir}) is part of the shared cache: its disk is not managed memory.
  */
 public final class CacheMemory implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CacheMemory.class);
@@ -58,7 +60,11 @@ public final class CacheMemory implements AutoCloseable {
         }
         if (config.explicitCacheBytes() != null) {
             return new CacheMemory(
-                    registry.acquire(type, contribution(type, config.explicitCacheBytes())), null);
+                    registry.acquire(
+                            type,
+                            contribution(type, config.explicitCacheBytes()),
+                            config.localTier()),
+                    null);
         }
         if (memoryManager == null || managedMemoryFraction <= 0) {
             LOG.warn(
@@ -71,10 +77,18 @@ public final class CacheMemory implements AutoCloseable {
             OpaqueMemoryResource<StateCacheHandle> resource =
                     memoryManager.getSharedMemoryResourceForManagedMemory(
                             RESOURCE_TYPE + type.name(),
-                            bytes -> registry.acquire(type, contribution(type, bytes)),
+                            bytes ->
+                                    registry.acquire(
+                                            type, contribution(type, bytes), config.localTier()),
                             managedMemoryFraction);
             return new CacheMemory(resource.getResourceHandle(), resource);
+        } catch (UncheckedIOException e) {
+            // The local disk tier could not be made: a setting to fix, not a cache to skip.
+            throw e;
         } catch (Exception e) {
+            if (e.getCause() instanceof UncheckedIOException local) {
+                throw local;
+            }
             LOG.warn(
                     "Could not take managed memory for the Taishan read cache ({}): reads go"
                             + " without it",

@@ -1,7 +1,9 @@
 package io.taishan.backend.read;
 
+import io.taishan.cache.CacheStats;
 import io.taishan.cache.StateCache;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.ToLongFunction;
 import javax.annotation.Nullable;
 import org.apache.flink.metrics.MetricGroup;
 
@@ -40,10 +42,24 @@ public final class ReadMetrics {
             g.gauge("cacheCapacityBytes", () -> cache.stats().capacity());
             g.gauge("cacheEntries", () -> cache.stats().entries());
             g.gauge("cacheEvictions", () -> cache.stats().evictions());
+            if (cache.localStats().isPresent()) {
+                // The local disk tier, TaskManager-wide as the memory cache's figures are.
+                g.gauge("localCacheHits", () -> localStat(cache, CacheStats::hits));
+                g.gauge("localCacheAbsentHits", () -> localStat(cache, CacheStats::absentHits));
+                g.gauge("localCacheMisses", () -> localStat(cache, CacheStats::misses));
+                g.gauge("localCacheEvictions", () -> localStat(cache, CacheStats::evictions));
+                g.gauge("localCacheBytesUsed", () -> localStat(cache, CacheStats::bytesUsed));
+                g.gauge("localCacheCapacityBytes", () -> localStat(cache, CacheStats::capacity));
+                g.gauge("localCacheEntries", () -> localStat(cache, CacheStats::entries));
+            }
             g.gauge("filterLoadedShards", filters::loadedShards);
             g.gauge("filterBytes", filters::offHeapBytes);
         }
         return metrics;
+    }
+
+    private static long localStat(StateCache cache, ToLongFunction<CacheStats> stat) {
+        return cache.localStats().map(stat::applyAsLong).orElse(0L);
     }
 
     void cacheHit() {

@@ -1,20 +1,39 @@
 package io.taishan.backend.read;
 
 import io.taishan.cache.CacheType;
+import io.taishan.cache.LocalDiskCache;
 import java.io.Serializable;
 import java.util.Locale;
 import javax.annotation.Nullable;
 
 /**
  * How a subtask's reads are served: the type of the shared read cache, what this subtask
- * contributes to it (an explicit size, or null for its share of managed memory), and whether the
- * Bloom filters are used.
+ * contributes to it (an explicit size, or null for its share of managed memory), its local disk
+ * tier (or null for none), and whether the Bloom filters are used.
  */
 public record ReadPathConfig(
-        CacheType cacheType, @Nullable Long explicitCacheBytes, boolean bloomFilterEnabled)
+        CacheType cacheType,
+        @Nullable Long explicitCacheBytes,
+        @Nullable LocalDiskCache.Spec localTier,
+        boolean bloomFilterEnabled)
         implements Serializable {
 
-    public static final ReadPathConfig DEFAULT = new ReadPathConfig(CacheType.OFF_HEAP, null, true);
+    public static final ReadPathConfig DEFAULT =
+            new ReadPathConfig(CacheType.OFF_HEAP, null, null, true);
+
+    public ReadPathConfig {
+        if (localTier != null && cacheType == CacheType.NONE) {
+            throw new IllegalArgumentException(
+                    "taishan.cache.local-dir is a tier behind the memory cache: it needs"
+                            + " taishan.cache.type off-heap or on-heap, not none");
+        }
+    }
+
+    /** Without a local disk tier. */
+    public ReadPathConfig(
+            CacheType cacheType, @Nullable Long explicitCacheBytes, boolean bloomFilterEnabled) {
+        this(cacheType, explicitCacheBytes, null, bloomFilterEnabled);
+    }
 
     /** {@code off-heap}, {@code on-heap} or {@code none}, as in {@code taishan.cache.type}. */
     public static CacheType parseCacheType(String value) {
