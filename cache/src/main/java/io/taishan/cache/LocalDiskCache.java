@@ -1,7 +1,7 @@
 package io.taishan.cache;
 
-import com.google.common.hash.BloomFilter;
-import com.google.common.hash.Funnels;
+import io.taishan.bloom.BloomFilter;
+import io.taishan.bloom.KeyHash;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
@@ -50,14 +50,15 @@ import org.slf4j.LoggerFactory;
  * #memtableBytes} of entries). A full memtable is frozen and a background thread writes it, in key
  * order, into a new <em>segment</em>: an H2 {@link MVStore} file (a pure-Java B-tree store: no
  * native library to clash with Flink's frocksdbjni or the kv-server's rocksdbjni, a 0.4 MB jar
- * without dependencies) that is never written again, with a Bloom filter of its keys in memory.
- * Once the segments take more than {@code maxBytes}, the oldest is closed and its file deleted,
- * with every entry in it. A get looks in the memtable, the frozen memtables, then the segments from
- * the newest to the oldest, and stops at the first entry for the key, so the newest write wins; an
- * entry found in a segment is written again into the memtable, so entries in use keep moving
- * forward and what a dropped segment takes with it is what nobody read for the longest time:
- * eviction by recency at the granularity of a segment, with no per-entry bookkeeping. An
- * invalidation writes a tombstone (one small write, not a delete in every segment).
+ * without dependencies) that is never written again, with a Bloom filter of its keys in memory
+ * (module {@code bloom}: one hash per get for all segments, one cache line per probe). Once the
+ * segments take more than {@code maxBytes}, the oldest is closed and its file deleted, with every
+ * entry in it. A get looks in the memtable, the frozen memtables, then the segments from the newest
+ * to the oldest, and stops at the first entry for the key, so the newest write wins; an entry found
+ * in a segment is written again into the memtable, so entries in use keep moving forward and what a
+ * dropped segment takes with it is what nobody read for the longest time: eviction by recency at
+ * the granularity of a segment, with no per-entry bookkeeping. An invalidation writes a tombstone
+ * (one small write, not a delete in every segment).
  *
  * <p>Why not write each entry into the B-tree as it comes: MVStore is copy-on-write, and random
  * keys dirty a different leaf page each, so every commit rewrote most leaves: measured on this
@@ -228,8 +229,9 @@ public final class LocalDiskCache implements AutoCloseable {
         }
         boolean inSegment = false;
         try {
+            long hash = stored == null && !l.segments().isEmpty() ? KeyHash.hash(k) : 0;
             for (int i = 0; stored == null && i < l.segments().size(); i++) {
-                stored = l.segments().get(i).get(k);
+                stored = l.segments().get(i).get(k, hash);
                 inSegment = stored != null;
             }
         } catch (RuntimeException e) {
@@ -564,12 +566,14 @@ public final class LocalDiskCache implements AutoCloseable {
         final Path file;
         final MVStore store;
         final MVMap<byte[], byte[]> map;
-        final BloomFilter<byte[]> keys;
+
+        /** Not closed when the segment is dropped: a get may still probe it; GC frees it. */
+        final BloomFilter keys;
+
         final long entries;
         final long fileBytes;
 
-        private Segment(
-                Path file, MVStore store, MVMap<byte[], byte[]> map, BloomFilter<byte[]> keys) {
+        private Segment(Path file, MVStore store, MVMap<byte[], byte[]> map, BloomFilter keys) {
             this.file = file;
             this.store = store;
             this.map = map;
@@ -594,14 +598,10 @@ public final class LocalDiskCache implements AutoCloseable {
                                 new MVMap.Builder<byte[], byte[]>()
                                         .keyType(ByteArrayDataType.INSTANCE)
                                         .valueType(ByteArrayDataType.INSTANCE));
-                BloomFilter<byte[]> keys =
-                        BloomFilter.create(
-                                Funnels.byteArrayFunnel(),
-                                Math.max(1, memtable.map.size()),
-                                BLOOM_FPP);
+                BloomFilter keys = BloomFilter.create(Math.max(1, memtable.map.size()), BLOOM_FPP);
                 for (Map.Entry<byte[], byte[]> e : memtable.map.entrySet()) {
                     map.put(e.getKey(), e.getValue());
-                    keys.put(e.getKey());
+                    keys.put(KeyHash.hash(e.getKey()));
                 }
                 store.commit();
                 return new Segment(file, store, map, keys);
@@ -613,8 +613,8 @@ public final class LocalDiskCache implements AutoCloseable {
         }
 
         @Nullable
-        byte[] get(byte[] k) {
-            return keys.mightContain(k) ? map.get(k) : null;
+        byte[] get(byte[] k, long hash) {
+            return keys.mightContain(hash) ? map.get(k) : null;
         }
 
         void delete() {

@@ -7,12 +7,20 @@ import org.apache.flink.configuration.MemorySize;
  * The JMH parameter {@code cache}: how large a backend's read cache is, as a fraction of the
  * benchmark's {@link StateSize} estimate. {@code none} is no cache; {@code all} is sized to hold
  * the whole loaded state with room to spare, because a cache splits its capacity into segments that
- * do not fill evenly; {@code 10pct} holds about a tenth of it.
+ * do not fill evenly; {@code 10pct} holds about a tenth of it; {@code 10pct-disk} is {@code 10pct}
+ * in memory with a local disk tier ({@code taishan.cache.local-dir}) that holds the whole state,
+ * for backends that have one.
  */
-public record ReadCache(String setting, double fraction, long stateBytes) {
+public record ReadCache(String setting, double fraction, long stateBytes, boolean localTier) {
     public static final String NONE = "none";
     public static final String ALL = "all";
     public static final String TEN_PERCENT = "10pct";
+    public static final String TEN_PERCENT_DISK = "10pct-disk";
+
+    /** The disk tier's size: four times the estimate (its entries carry a header and a space). */
+    static final double LOCAL_TIER_FRACTION = 4.0;
+
+    static final long MIN_LOCAL_TIER_BYTES = 64L << 20;
 
     /** Twice the estimate: segment imbalance must not evict anything when the cache is "all". */
     static final double ALL_FRACTION = 2.0;
@@ -24,12 +32,23 @@ public record ReadCache(String setting, double fraction, long stateBytes) {
                 switch (setting.toLowerCase(Locale.ROOT)) {
                     case NONE -> 0;
                     case ALL -> ALL_FRACTION;
-                    case TEN_PERCENT -> TEN_PERCENT_FRACTION;
+                    case TEN_PERCENT, TEN_PERCENT_DISK -> TEN_PERCENT_FRACTION;
                     default ->
                             throw new IllegalArgumentException(
-                                    "cache must be none, all or 10pct, not " + setting);
+                                    "cache must be none, all, 10pct or 10pct-disk, not " + setting);
                 };
-        return new ReadCache(setting, fraction, stateBytes);
+        return new ReadCache(
+                setting,
+                fraction,
+                stateBytes,
+                setting.toLowerCase(Locale.ROOT).equals(TEN_PERCENT_DISK));
+    }
+
+    /** The local disk tier's size, as a Flink {@code MemorySize} string. */
+    public String localTierSize() {
+        long bytes =
+                Math.max(MIN_LOCAL_TIER_BYTES, (long) Math.ceil(stateBytes * LOCAL_TIER_FRACTION));
+        return new MemorySize(bytes).toString();
     }
 
     public boolean enabled() {
@@ -52,11 +71,12 @@ public record ReadCache(String setting, double fraction, long stateBytes) {
         }
         return String.format(
                 Locale.ROOT,
-                "cache=%s: %.2f × %s (state estimate) = %s",
+                "cache=%s: %.2f × %s (state estimate) = %s%s",
                 setting,
                 fraction,
                 mebibytes(stateBytes),
-                mebibytes(bytes()));
+                mebibytes(bytes()),
+                localTier ? ", local disk tier of " + localTierSize() : "");
     }
 
     public static String mebibytes(long bytes) {

@@ -38,14 +38,23 @@ public final class StateReport {
     static final String TAISHAN = "Taishan";
     static final String TAISHAN_ALL = "Taishan cache=" + ReadCache.ALL;
     static final String TAISHAN_10PCT = "Taishan cache=" + ReadCache.TEN_PERCENT;
+    static final String TAISHAN_10PCT_DISK = "Taishan cache=" + ReadCache.TEN_PERCENT_DISK;
     static final String HASHMAP_R = "HashMap (" + ROCKSDB_RUN + " run)";
     static final String HASHMAP_T = "HashMap (" + TAISHAN_RUN + " run)";
 
     /** Column order: the reference, its baseline, Taishan's baseline, Taishan by cache. */
     static final List<String> VARIANTS =
-            List.of(ROCKSDB, HASHMAP_R, HASHMAP_T, TAISHAN, TAISHAN_ALL, TAISHAN_10PCT);
+            List.of(
+                    ROCKSDB,
+                    HASHMAP_R,
+                    HASHMAP_T,
+                    TAISHAN,
+                    TAISHAN_ALL,
+                    TAISHAN_10PCT,
+                    TAISHAN_10PCT_DISK);
 
-    static final List<String> TAISHAN_VARIANTS = List.of(TAISHAN, TAISHAN_ALL, TAISHAN_10PCT);
+    static final List<String> TAISHAN_VARIANTS =
+            List.of(TAISHAN, TAISHAN_ALL, TAISHAN_10PCT, TAISHAN_10PCT_DISK);
 
     static final List<String> BENCHMARK_ORDER =
             List.of(
@@ -457,7 +466,7 @@ public final class StateReport {
         for (String access : accesses()) {
             for (String benchmark : READS) {
                 Optional<JmhResult> none = find(benchmark, access, TAISHAN);
-                for (String cached : List.of(TAISHAN_ALL, TAISHAN_10PCT)) {
+                for (String cached : List.of(TAISHAN_ALL, TAISHAN_10PCT, TAISHAN_10PCT_DISK)) {
                     Optional<JmhResult> with = find(benchmark, access, cached);
                     if (none.isEmpty() || with.isEmpty()) {
                         continue;
@@ -522,6 +531,16 @@ public final class StateReport {
         target(
                 "cache at 10% of the state, Zipf: reads ≥ 1× RocksDB",
                 TAISHAN_10PCT, List.of("valueGet", "mapGet", "listGet"), List.of("ZIPF"), 1.0);
+        target(
+                "cache at 10% of the state and a local disk tier holding it, Zipf: reads ≥ 1×"
+                        + " RocksDB",
+                TAISHAN_10PCT_DISK, List.of("valueGet", "mapGet", "listGet"), List.of("ZIPF"), 1.0);
+        target(
+                "the same, uniform: reads ≥ 0.5× RocksDB",
+                TAISHAN_10PCT_DISK,
+                List.of("valueGet", "mapGet", "listGet"),
+                List.of("UNIFORM"),
+                0.5);
         absentTarget();
         line(
                 "| loopback `Get` p50 at least halved from 134 µs | not measured here:"

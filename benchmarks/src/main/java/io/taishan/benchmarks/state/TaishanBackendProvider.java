@@ -44,6 +44,8 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
     static final String KV_ADDRESS = "taishan.kv.address";
     static final String CACHE_TYPE = "taishan.cache.type";
     static final String CACHE_SIZE = "taishan.cache.size";
+    static final String CACHE_LOCAL_DIR = "taishan.cache.local-dir";
+    static final String CACHE_LOCAL_SIZE = "taishan.cache.local-size";
     static final String DURABLE = "taishan.checkpoint.durable";
 
     /** The metric group of the store calls: {@code taishan.rpc.<kind>.count} (MeteredKvStore). */
@@ -100,6 +102,13 @@ public final class TaishanBackendProvider implements BenchmarkBackendProvider {
             options.put(CACHE_TYPE, cache.enabled() ? "off-heap" : "none");
             if (cache.enabled()) {
                 options.put(CACHE_SIZE, cache.memorySize());
+            }
+            if (cache.localTier()) {
+                options.put(
+                        CACHE_LOCAL_DIR,
+                        Path.of(System.getProperty("java.io.tmpdir"), "taishan-bench-local-cache")
+                                .toString());
+                options.put(CACHE_LOCAL_SIZE, cache.localTierSize());
             }
             Configuration config = new Configuration();
             options.forEach(
