@@ -18,10 +18,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -46,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * when the tier closes, and a directory left by a process that died is removed by the next tier
  * that starts in the same place. Losing the disk loses nothing but speed.
  *
- * <p><b>Design.</b> Writes go to a <em>memtable</em> (a sorted map on the heap, at most {@link
+ * <p><b>Design.</b> Writes go to a <em>memtable</em> (a hash map on the heap, at most {@link
  * #memtableBytes} of entries). A full memtable is frozen and a background thread writes it, in key
  * order, into a new <em>segment</em>: an H2 {@link MVStore} file (a pure-Java B-tree store: no
  * native library to clash with Flink's frocksdbjni or the kv-server's rocksdbjni, a 0.4 MB jar
@@ -65,14 +64,14 @@ import org.slf4j.LoggerFactory;
  * machine, 15 µs a put and a file 9 times the data for 300,000 random 124-byte entries, against 1.9
  * µs an entry and 1.03 times the data when the same entries are written in key order.
  *
- * <p><b>Cost model.</b> A put is a skip-list insert on the caller's thread; writing the segment
- * costs the flush thread about 2 µs an entry. A get that misses the memtables costs one Bloom probe
- * per segment and a B-tree lookup in those that may hold the key (about 5 µs measured for a random
- * key of a 128 MB segment: a page read from the file, usually from the OS page cache, when it is
- * not in the segment's {@value #PAGE_CACHE_MB_PER_SEGMENT} MiB page cache). A memtable is 1/{@value
- * #MEMTABLE_SHARE} of the tier, at most 32 MiB, so a tier of up to 2 GiB has at most {@value
- * #MEMTABLE_SHARE} segments and a larger one proportionally more (a miss probes each one's Bloom
- * filter: merging old segments is not done). If the flush thread falls {@value #MAX_FROZEN}
+ * <p><b>Cost model.</b> A put is a hash-map insert on the caller's thread; sorting and writing the
+ * segment costs the flush thread about 2 µs an entry. A get that misses the memtables costs one
+ * Bloom probe per segment and a B-tree lookup in those that may hold the key (about 5 µs measured
+ * for a random key of a 128 MB segment: a page read from the file, usually from the OS page cache,
+ * when it is not in the segment's {@value #PAGE_CACHE_MB_PER_SEGMENT} MiB page cache). A memtable
+ * is 1/{@value #MEMTABLE_SHARE} of the tier, at most 32 MiB, so a tier of up to 2 GiB has at most
+ * {@value #MEMTABLE_SHARE} segments and a larger one proportionally more (a miss probes each one's
+ * Bloom filter: merging old segments is not done). If the flush thread falls {@value #MAX_FROZEN}
  * memtables behind, writers wait for it: the heap holds at most {@code 1 + MAX_FROZEN} memtables
  * (96 MiB for the largest).
  *
@@ -100,8 +99,10 @@ public final class LocalDiskCache implements AutoCloseable {
     /** Larger values are not kept (the in-memory cache keeps none either). */
     static final int MAX_VALUE_BYTES = 1 << 20;
 
-    /** What a memtable entry costs beyond its key and value: skip-list node and array headers. */
-    static final int ENTRY_OVERHEAD_BYTES = 80;
+    /**
+     * What a memtable entry costs beyond its key and value: map node, key holder, array headers.
+     */
+    static final int ENTRY_OVERHEAD_BYTES = 96;
 
     private static final double BLOOM_FPP = 0.01;
 
@@ -223,9 +224,10 @@ public final class LocalDiskCache implements AutoCloseable {
     Hit get(long space, byte[] key) {
         byte[] k = storeKey(space, key);
         Layout l = layout;
-        byte[] stored = l.memtable().map.get(k);
+        StoreKey sk = new StoreKey(k);
+        byte[] stored = l.memtable().map.get(sk);
         for (int i = 0; stored == null && i < l.frozen().size(); i++) {
-            stored = l.frozen().get(i).map.get(k);
+            stored = l.frozen().get(i).map.get(sk);
         }
         boolean inSegment = false;
         try {
@@ -289,7 +291,7 @@ public final class LocalDiskCache implements AutoCloseable {
                 if (m.frozen) {
                     continue;
                 }
-                byte[] old = m.map.put(k, stored);
+                byte[] old = m.map.put(new StoreKey(k), stored);
                 long delta = entryBytes(k, stored) - (old == null ? 0 : entryBytes(k, old));
                 if (m.bytes.addAndGet(delta) < memtableBytes) {
                     return;
@@ -549,16 +551,46 @@ public final class LocalDiskCache implements AutoCloseable {
         return v;
     }
 
-    /** The entries a put wrote since the last freeze, on the heap, in key order. */
+    /**
+     * The entries a put wrote since the last freeze, on the heap, in a hash map: a lookup is a hash
+     * probe (a skip list's was the largest single cost of a get, measured); the flush sorts.
+     */
     private static final class Memtable {
-        final ConcurrentSkipListMap<byte[], byte[]> map =
-                new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
+        final ConcurrentHashMap<StoreKey, byte[]> map = new ConcurrentHashMap<>();
         final AtomicLong bytes = new AtomicLong();
 
         /** Puts under way: the flush reads the map once none is left after {@link #frozen}. */
         final AtomicInteger writers = new AtomicInteger();
 
         volatile boolean frozen;
+
+        /** The keys in the store's order (unsigned bytes). Frozen memtables only. */
+        StoreKey[] sortedKeys() {
+            StoreKey[] keys = map.keySet().toArray(new StoreKey[0]);
+            Arrays.sort(keys, (a, b) -> Arrays.compareUnsigned(a.bytes, b.bytes));
+            return keys;
+        }
+    }
+
+    /** A store key as a hash-map key. */
+    private static final class StoreKey {
+        final byte[] bytes;
+        final int hash;
+
+        StoreKey(byte[] bytes) {
+            this.bytes = bytes;
+            this.hash = Arrays.hashCode(bytes);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof StoreKey other && Arrays.equals(bytes, other.bytes);
+        }
     }
 
     /** One MVStore file, written once in key order, with a Bloom filter of its keys. */
@@ -598,10 +630,11 @@ public final class LocalDiskCache implements AutoCloseable {
                                 new MVMap.Builder<byte[], byte[]>()
                                         .keyType(ByteArrayDataType.INSTANCE)
                                         .valueType(ByteArrayDataType.INSTANCE));
-                BloomFilter keys = BloomFilter.create(Math.max(1, memtable.map.size()), BLOOM_FPP);
-                for (Map.Entry<byte[], byte[]> e : memtable.map.entrySet()) {
-                    map.put(e.getKey(), e.getValue());
-                    keys.put(KeyHash.hash(e.getKey()));
+                StoreKey[] sorted = memtable.sortedKeys();
+                BloomFilter keys = BloomFilter.create(Math.max(1, sorted.length), BLOOM_FPP);
+                for (StoreKey k : sorted) {
+                    map.put(k.bytes, memtable.map.get(k));
+                    keys.put(KeyHash.hash(k.bytes));
                 }
                 store.commit();
                 return new Segment(file, store, map, keys);

@@ -42,6 +42,9 @@ public final class ReadMetrics {
             g.gauge("cacheCapacityBytes", () -> cache.stats().capacity());
             g.gauge("cacheEntries", () -> cache.stats().entries());
             g.gauge("cacheEvictions", () -> cache.stats().evictions());
+            // The memory tier alone, TaskManager-wide: cacheHits above counts either tier.
+            g.gauge("memoryCacheHits", () -> cache.stats().hits() + cache.stats().absentHits());
+            g.gauge("memoryCacheMisses", () -> cache.stats().misses());
             if (cache.localStats().isPresent()) {
                 // The local disk tier, TaskManager-wide as the memory cache's figures are.
                 g.gauge("localCacheHits", () -> localStat(cache, CacheStats::hits));
