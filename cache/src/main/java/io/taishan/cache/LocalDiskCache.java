@@ -5,6 +5,9 @@ import io.taishan.bloom.KeyHash;
 import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
@@ -113,6 +116,9 @@ public final class LocalDiskCache implements AutoCloseable {
     private static final byte ABSENT = 1;
     private static final byte TOMBSTONE = 2;
     private static final int HEADER_BYTES = 1 + Long.BYTES;
+
+    private static final VarHandle LONG =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     /**
      * Where the tier lives and how large it may grow.
@@ -538,17 +544,11 @@ public final class LocalDiskCache implements AutoCloseable {
     }
 
     private static void putLong(byte[] b, int at, long v) {
-        for (int i = 0; i < Long.BYTES; i++) {
-            b[at + i] = (byte) (v >>> (56 - 8 * i));
-        }
+        LONG.set(b, at, v);
     }
 
     private static long longAt(byte[] b, int at) {
-        long v = 0;
-        for (int i = 0; i < Long.BYTES; i++) {
-            v = (v << 8) | (b[at + i] & 0xFF);
-        }
-        return v;
+        return (long) LONG.get(b, at);
     }
 
     /**

@@ -59,6 +59,16 @@ public interface StateCache {
     /** Caches the key as known absent until {@code expireAtMillis}; see {@link #put}. */
     void putAbsent(long space, byte[] key, long expireAtMillis);
 
+    /**
+     * For a read-modify-write of an entry (extending a cached list by an append): the value if the
+     * cache has it at hand, else null, and then no tier keeps an entry for the key any longer. A
+     * cache with one tier answers as {@link #get}; a tiered one ({@link TieredStateCache}) answers
+     * from memory and drops the disk tier's entry instead of reading it.
+     */
+    default byte[] getForUpdate(long space, byte[] key) {
+        return get(space, key);
+    }
+
     /** Drops the key's entry, if any. */
     void invalidate(long space, byte[] key);
 

@@ -54,6 +54,11 @@ public final class StateCacheHandle implements StateCache, AutoCloseable {
     }
 
     @Override
+    public byte[] getForUpdate(long space, byte[] key) {
+        return open().getForUpdate(space, key);
+    }
+
+    @Override
     public void put(long space, byte[] key, byte[] value, long expireAtMillis) {
         open().put(space, key, value, expireAtMillis);
     }

@@ -38,6 +38,19 @@ final class TieredStateCache extends SharedStateCache {
         return hit.value();
     }
 
+    /**
+     * Memory only: a disk read per append would cost more than the round trip it might save later
+     * (measured: list appends at 0.25× RocksDB with it); the disk's entry, if any, is dropped.
+     */
+    @Override
+    public byte[] getForUpdate(long space, byte[] key) {
+        byte[] value = memory.get(space, key);
+        if (value == null) {
+            disk.invalidate(space, key);
+        }
+        return value;
+    }
+
     @Override
     public void put(long space, byte[] key, byte[] value, long expireAtMillis) {
         memory.put(space, key, value, expireAtMillis);

@@ -52,9 +52,14 @@ class LocalDiskCacheTest {
             }
             assertThat(cache.get(space, key(-1))).isSameAs(StateCache.ABSENT);
             assertThat(cache.get(space, key(-2))).isNull();
+            // An update reads memory only, and leaves no older entry on disk.
+            assertThat(cache.getForUpdate(space, key(0))).as("evicted from memory").isNull();
+            assertThat(cache.get(space, key(0))).as("and dropped from the disk").isNull();
+            cache.put(space, key(5000), value(5000, 10), StateCache.NEVER);
+            assertThat(cache.getForUpdate(space, key(5000))).isEqualTo(value(5000, 10));
             CacheStats local = cache.localStats().orElseThrow();
             assertThat(local.hits()).isGreaterThan(900);
-            assertThat(local.misses()).isEqualTo(1);
+            assertThat(local.misses()).isEqualTo(2);
             assertThat(cache.stats().evictions()).as("memory evictions").isGreaterThan(900);
         } finally {
             cache.close();

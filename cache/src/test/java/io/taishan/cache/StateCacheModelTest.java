@@ -143,7 +143,13 @@ class StateCacheModelTest {
             byte[] key = keys[rnd.nextInt(keys.length)];
             int dice = rnd.nextInt(100);
             long now = clock.millis();
-            if (dice < 40) {
+            if (dice < 5) {
+                // Null: no tier may keep the key afterwards.
+                byte[] actual = model.check(space, key, cache.getForUpdate(space, key), now);
+                if (actual == null) {
+                    model.invalidate(space, key);
+                }
+            } else if (dice < 40) {
                 byte[] actual = cache.get(space, key);
                 // The entry was live at 'now' if the cache returned it; a concurrent clock move
                 // after the get must not turn that into a failure.

@@ -283,7 +283,7 @@ public final class ReadCache {
             cache.invalidate(space, key);
             return;
         }
-        byte[] cached = cache.get(space, key);
+        byte[] cached = cache.getForUpdate(space, key);
         if (cached == null) {
             if (wasAbsent) {
                 cache.put(space, key, operand, expireAt(policy, operand));
