@@ -27,7 +27,8 @@ class TaishanOptionsTakenTest {
                     "taishan.kv.tls.key-file", "/etc/taishan/client.key",
                     "taishan.kv.token-file", "/etc/taishan/token",
                     "taishan.kv.token", "0123456789abcdef0123",
-                    "taishan.cache.size", "16 mb");
+                    "taishan.cache.size", "16 mb",
+                    "taishan.cache.local-dir", "/mnt/ssd/taishan");
 
     @Test
     void everyDeclaredOptionIsTakenFromTheConfiguration() throws Exception {

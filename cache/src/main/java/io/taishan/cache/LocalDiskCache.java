@@ -207,6 +207,9 @@ public final class LocalDiskCache implements AutoCloseable {
                         r -> {
                             Thread t = new Thread(r, "taishan-local-cache-flush");
                             t.setDaemon(true);
+                            // Not the context loader of the job whose subtask opened the tier: the
+                            // tier outlives that job.
+                            t.setContextClassLoader(LocalDiskCache.class.getClassLoader());
                             return t;
                         });
         LOG.info(

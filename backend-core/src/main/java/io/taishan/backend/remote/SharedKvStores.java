@@ -1,5 +1,6 @@
 package io.taishan.backend.remote;
 
+import io.taishan.kv.client.ClientThreads;
 import io.taishan.kv.client.KvClientConfig;
 import io.taishan.kv.client.KvStore;
 import io.taishan.kv.client.KvStores;
@@ -15,7 +16,6 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.annotation.Nullable;
 import javax.annotation.concurrent.GuardedBy;
 import org.slf4j.Logger;
@@ -204,11 +204,6 @@ public final class SharedKvStores {
     }
 
     private static ThreadFactory daemon(String name) {
-        AtomicInteger count = new AtomicInteger();
-        return runnable -> {
-            Thread thread = new Thread(runnable, name + "-" + count.incrementAndGet());
-            thread.setDaemon(true);
-            return thread;
-        };
+        return ClientThreads.daemon(name);
     }
 }

@@ -43,12 +43,7 @@ public final class CallDeadline {
         Timer() {
             ScheduledThreadPoolExecutor timer =
                     new ScheduledThreadPoolExecutor(
-                            1,
-                            r -> {
-                                Thread t = new Thread(r, "taishan-kv-call-deadline");
-                                t.setDaemon(true);
-                                return t;
-                            });
+                            1, ClientThreads.daemon("taishan-kv-call-deadline"));
             // Contexts that end before their deadline cancel their task: drop it at once.
             timer.setRemoveOnCancelPolicy(true);
             executor = timer;

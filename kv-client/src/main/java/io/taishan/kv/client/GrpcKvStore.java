@@ -1,7 +1,6 @@
 package io.taishan.kv.client;
 
 import com.google.common.util.concurrent.ListenableFuture;
-import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnsafeByteOperations;
 import io.grpc.Context;
@@ -160,10 +159,7 @@ final class GrpcKvStore
         ChannelSecurity security = ChannelSecurity.of(config);
         ScheduledExecutorService scheduler =
                 Executors.newSingleThreadScheduledExecutor(
-                        new ThreadFactoryBuilder()
-                                .setNameFormat("taishan-kv-client-retry-%d")
-                                .setDaemon(true)
-                                .build());
+                        ClientThreads.daemon("taishan-kv-client-retry"));
         RetryingCaller caller = new RetryingCaller(config, scheduler);
         ClusterConnections connections = new ClusterConnections(config, security, caller);
         try {
@@ -179,10 +175,7 @@ final class GrpcKvStore
         ChannelSecurity security = ChannelSecurity.of(config);
         ScheduledExecutorService scheduler =
                 Executors.newSingleThreadScheduledExecutor(
-                        new ThreadFactoryBuilder()
-                                .setNameFormat("taishan-kv-client-retry-%d")
-                                .setDaemon(true)
-                                .build());
+                        ClientThreads.daemon("taishan-kv-client-retry"));
         Map<String, KvNode.Connections> opened = new LinkedHashMap<>();
         try {
             return ClusterDiscovery.describe(

@@ -173,6 +173,10 @@ record KvNode(int index, String name, String address, Connections connections) {
         return security.apply(
                         NettyChannelBuilder.forAddress(
                                 hostAndPort.getHost(), hostAndPort.getPort()))
+                .eventLoopGroup(ClientThreads.eventLoops())
+                .channelType(ClientThreads.channelType())
+                .executor(ClientThreads.callbacks())
+                .offloadExecutor(ClientThreads.callbacks())
                 .disableRetry()
                 .maxInboundMessageSize(Integer.MAX_VALUE)
                 .flowControlWindow(Wire.FLOW_CONTROL_WINDOW_BYTES)

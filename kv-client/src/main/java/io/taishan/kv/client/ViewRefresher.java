@@ -1,6 +1,5 @@
 package io.taishan.kv.client;
 
-import com.google.common.util.concurrent.ThreadFactoryBuilder;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -43,10 +42,7 @@ final class ViewRefresher implements AutoCloseable {
                         30,
                         TimeUnit.SECONDS,
                         new LinkedBlockingQueue<>(),
-                        new ThreadFactoryBuilder()
-                                .setNameFormat("taishan-kv-client-view-%d")
-                                .setDaemon(true)
-                                .build());
+                        ClientThreads.daemon("taishan-kv-client-view"));
         thread.allowCoreThreadTimeOut(true);
     }
 

@@ -64,6 +64,9 @@ public final class CallExecutors implements ServerCallExecutorSupplier, AutoClos
                                 Thread thread =
                                         new Thread(runnable, "kv-call-" + count.incrementAndGet());
                                 thread.setDaemon(true);
+                                // Made from whichever thread calls first: in a node embedded in a
+                                // TaskManager not a job's class loader (see ClientThreads).
+                                thread.setContextClassLoader(CallExecutors.class.getClassLoader());
                                 return thread;
                             }
                         });
