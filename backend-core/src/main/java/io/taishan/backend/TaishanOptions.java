@@ -201,11 +201,14 @@ public final class TaishanOptions {
     public static final ConfigOption<MemorySize> CACHE_LOCAL_SIZE =
             ConfigOptions.key("taishan.cache.local-size")
                     .memoryType()
-                    .defaultValue(MemorySize.parse("10g"))
+                    .defaultValue(MemorySize.parse("2g"))
                     .withDescription(
                             "The disk the local cache tier (taishan.cache.local-dir) may use on"
                                     + " each TaskManager; the entries read least recently leave"
-                                    + " first. At least 4 MiB.");
+                                    + " first. At least 4 MiB. Up to 2 GiB the tier keeps at most"
+                                    + " 64 segment files; a larger one keeps proportionally more,"
+                                    + " each with 1 MiB of heap for its page cache, and a read"
+                                    + " that misses probes each one's Bloom filter.");
 
     public static final ConfigOption<Boolean> BLOOM_FILTER_ENABLED =
             ConfigOptions.key("taishan.bloom-filter.enabled")

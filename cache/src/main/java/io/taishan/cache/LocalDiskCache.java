@@ -71,12 +71,12 @@ import org.slf4j.LoggerFactory;
  * segment costs the flush thread about 2 µs an entry. A get that misses the memtables costs one
  * Bloom probe per segment and a B-tree lookup in those that may hold the key (about 5 µs measured
  * for a random key of a 128 MB segment: a page read from the file, usually from the OS page cache,
- * when it is not in the segment's {@value #PAGE_CACHE_MB_PER_SEGMENT} MiB page cache). A memtable
- * is 1/{@value #MEMTABLE_SHARE} of the tier, at most 32 MiB, so a tier of up to 2 GiB has at most
- * {@value #MEMTABLE_SHARE} segments and a larger one proportionally more (a miss probes each one's
- * Bloom filter: merging old segments is not done). If the flush thread falls {@value #MAX_FROZEN}
- * memtables behind, writers wait for it: the heap holds at most {@code 1 + MAX_FROZEN} memtables
- * (96 MiB for the largest).
+ * when it is not in the segment's {@value #PAGE_CACHE_MB_PER_SEGMENT} MiB page cache; measured with
+ * a 4 MiB one). A memtable is 1/{@value #MEMTABLE_SHARE} of the tier, at most 32 MiB, so a tier of
+ * up to 2 GiB has at most {@value #MEMTABLE_SHARE} segments and a larger one proportionally more (a
+ * miss probes each one's Bloom filter, and each has its page cache: merging old segments is not
+ * done). If the flush thread falls {@value #MAX_FROZEN} memtables behind, writers wait for it: the
+ * heap holds at most {@code 1 + MAX_FROZEN} memtables (96 MiB for the largest).
  *
  * <p><b>Consistency.</b> Writes of one key must be ordered (one thread at a time, or ordered by the
  * caller), as for every {@link StateCache}. A frozen memtable stays readable until its segment is
@@ -97,7 +97,11 @@ public final class LocalDiskCache implements AutoCloseable {
     /** Frozen memtables waiting for the flush thread before writers wait. */
     static final int MAX_FROZEN = 2;
 
-    static final int PAGE_CACHE_MB_PER_SEGMENT = 4;
+    /**
+     * MVStore's cache of deserialized pages, per segment: enough for the inner nodes of a full
+     * segment's B-tree and some leaves; 64 MiB of heap for the 64 segments of a 2 GiB tier.
+     */
+    static final int PAGE_CACHE_MB_PER_SEGMENT = 1;
 
     /** Larger values are not kept (the in-memory cache keeps none either). */
     static final int MAX_VALUE_BYTES = 1 << 20;
