@@ -104,20 +104,18 @@ class ReadPathModelTest {
 
     /**
      * The same with a local disk tier behind a memory cache far smaller than the state: every read
-     * still matches, and the tier answers reads that the memory alone sent to the server.
+     * still matches, and the tier answers most reads that the memory alone sends to the server.
      */
     @ParameterizedTest(name = "seed {0}")
     @CsvSource({"5", "6"})
     void withALocalDiskTierEveryReadMatchesTheModel(long seed, @TempDir Path dir) throws Exception {
-        Run memoryOnly = new Run("off-heap", MemorySize.parse("16kb"), seed);
-        memoryOnly.run();
         Run tiered = new Run("off-heap", MemorySize.parse("16kb"), seed);
         tiered.factory.setLocalCache(dir.toString(), MemorySize.parse("4mb"));
         tiered.run();
-        System.out.printf(
-                "remote gets: %d with the memory cache, %d with the disk tier too%n",
-                memoryOnly.remoteGets, tiered.remoteGets);
-        assertThat(tiered.remoteGets).isLessThan(memoryOnly.remoteGets * 3 / 4);
+        // The same runs with 16 KiB of memory alone sent 66% of their reads to the server (16,404
+        // and 16,916 of about 25,000, run alone; in a JVM shared with other tests the memory-only
+        // cache is shared and larger, so it is no baseline here); with the tier 18-25%.
+        assertThat(tiered.remoteGets).isLessThan(tiered.reads / 2);
         try (Stream<Path> left = Files.list(dir)) {
             assertThat(left).as("the tier's directory, after its last backend").isEmpty();
         }
