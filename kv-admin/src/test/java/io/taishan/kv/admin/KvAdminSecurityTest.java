@@ -130,7 +130,7 @@ class KvAdminSecurityTest {
                 .contains("no bearer token");
 
         Result plaintext =
-                admin(Map.of("TAISHAN_KV_TOKEN", ADMIN), "--timeout-ms", "2000", "tables");
+                admin(Map.of("TAISHAN_KV_TOKEN", ADMIN), "--timeout-ms", "10000", "tables");
         assertThat(plaintext.exit).isEqualTo(1);
         assertThat(plaintext.err).contains("if the server requires TLS");
 

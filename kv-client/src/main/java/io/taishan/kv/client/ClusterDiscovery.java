@@ -321,20 +321,29 @@ final class ClusterDiscovery {
     /**
      * A TLS server closes a plaintext client's connection without a word, which the client sees as
      * "Network closed for unknown reason", as from a server that went away mid-call: say what is
-     * the likelier cause when every seed did that to a plaintext client.
+     * the likelier cause when a seed did that to a plaintext client and every other attempt failed
+     * to connect or ran out of time (a loaded machine turns some of the closes into timeouts).
      */
     private static String plaintextHint(ChannelSecurity security, List<KvException> failures) {
         if (security.usesTls() || failures.isEmpty()) {
             return "";
         }
+        boolean closedUnanswered = false;
         for (KvException failure : failures) {
             io.grpc.Status status = io.grpc.Status.fromThrowable(failure);
-            if (status.getDescription() == null
-                    || !status.getDescription().contains("Network closed for unknown reason")) {
+            if (status.getCode() != io.grpc.Status.Code.UNAVAILABLE
+                    && status.getCode() != io.grpc.Status.Code.DEADLINE_EXCEEDED) {
                 return "";
             }
+            closedUnanswered |=
+                    status.getDescription() != null
+                            && status.getDescription()
+                                    .contains("Network closed for unknown reason");
         }
-        return ": every connection was closed before an answer, as a TLS server closes a"
+        if (!closedUnanswered) {
+            return "";
+        }
+        return ": connections were closed before an answer, as a TLS server closes a"
                 + " plaintext client's; if the server requires TLS, configure the client's TLS too";
     }
 
