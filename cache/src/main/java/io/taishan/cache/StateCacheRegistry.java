@@ -20,8 +20,9 @@ import javax.annotation.Nullable;
  * <p>Types do not conflict. The type is a per-job setting, and two jobs sharing a TaskManager may
  * choose differently; failing the second job's backend would make a job's deployability depend on
  * which other job the scheduler put next to it. So each type has its own instance, sized by its own
- * handles, and the total is still exactly the sum of all contributions. {@link CacheType#NONE}
- * handles share nothing and hold no memory.
+ * handles, and the total is still exactly the sum of all contributions. The same holds for the
+ * local disk tier: each (type, {@link LocalDiskCache.Spec}) has an instance of its own. {@link
+ * CacheType#NONE} handles share nothing and hold no memory.
  *
  * <p>{@link #shared()} is one registry per class loader that loads this class: TaskManager-wide
  * when the jar sits in Flink's {@code lib/}, per job when it travels in a job jar. Tests and
