@@ -17,18 +17,13 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeutils.base.IntSerializer;
 import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.configuration.MemorySize;
-import org.apache.flink.core.fs.CloseableRegistry;
-import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
-import org.apache.flink.runtime.state.KeyGroupRange;
-import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
-import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -80,21 +75,8 @@ class JobClassLoaderTest {
 
     /** What a subtask does: state of two kinds, enough writes to flush, reads, a checkpoint. */
     private static void runAJob(TaishanStateBackend factory, MockEnvironment env) throws Exception {
-        TaishanKeyedStateBackend<Integer> backend =
-                (TaishanKeyedStateBackend<Integer>)
-                        factory.createKeyedStateBackend(
-                                new KeyedStateBackendParametersImpl<>(
-                                        env,
-                                        new JobID(),
-                                        "op",
-                                        IntSerializer.INSTANCE,
-                                        16,
-                                        new KeyGroupRange(0, 15),
-                                        env.getTaskKvStateRegistry(),
-                                        TtlTimeProvider.DEFAULT,
-                                        new UnregisteredMetricsGroup(),
-                                        List.of(),
-                                        new CloseableRegistry()));
+        TaishanKeyedStateBackend<String> backend =
+                DurableBackends.keyed(factory, env, new JobID(), List.of());
         try {
             ValueState<Long> value =
                     backend.getPartitionedState(
@@ -108,12 +90,12 @@ class JobClassLoaderTest {
                             new MapStateDescriptor<>(
                                     "m", IntSerializer.INSTANCE, LongSerializer.INSTANCE));
             for (int key = 0; key < 20_000; key++) {
-                backend.setCurrentKey(key);
+                backend.setCurrentKey("k" + key);
                 value.update((long) key);
                 map.put(key % 7, (long) key);
             }
             for (int key = 0; key < 20_000; key += 7) {
-                backend.setCurrentKey(key);
+                backend.setCurrentKey("k" + key);
                 assertThat(value.value()).isEqualTo(key);
                 assertThat(map.contains(key % 7)).isTrue();
             }

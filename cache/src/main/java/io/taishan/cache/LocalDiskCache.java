@@ -223,10 +223,6 @@ public final class LocalDiskCache implements AutoCloseable {
                 memtableBytes >> 10);
     }
 
-    Spec spec() {
-        return spec;
-    }
-
     /** This tier's own directory. */
     Path directory() {
         return directory;
@@ -235,18 +231,16 @@ public final class LocalDiskCache implements AutoCloseable {
     /** The entry of the key, with {@link StateCache#ABSENT} for known absent, or null. */
     @Nullable
     Hit get(long space, byte[] key) {
-        byte[] k = storeKey(space, key);
+        StoreKey sk = new StoreKey(storeKey(space, key));
         Layout l = layout;
-        StoreKey sk = new StoreKey(k);
         byte[] stored = l.memtable().map.get(sk);
         for (int i = 0; stored == null && i < l.frozen().size(); i++) {
             stored = l.frozen().get(i).map.get(sk);
         }
         boolean inSegment = false;
         try {
-            long hash = stored == null && !l.segments().isEmpty() ? KeyHash.hash(k) : 0;
             for (int i = 0; stored == null && i < l.segments().size(); i++) {
-                stored = l.segments().get(i).get(k, hash);
+                stored = l.segments().get(i).get(sk);
                 inSegment = stored != null;
             }
         } catch (RuntimeException e) {
@@ -266,7 +260,7 @@ public final class LocalDiskCache implements AutoCloseable {
             return null;
         }
         if (inSegment) {
-            write(k, stored);
+            write(sk, stored);
         }
         if (stored[0] == ABSENT) {
             absentHits.increment();
@@ -288,14 +282,14 @@ public final class LocalDiskCache implements AutoCloseable {
         stored[0] = absent ? ABSENT : VALUE;
         putLong(stored, 1, expireAtMillis);
         System.arraycopy(value, 0, stored, HEADER_BYTES, stored.length - HEADER_BYTES);
-        write(storeKey(space, key), stored);
+        write(new StoreKey(storeKey(space, key)), stored);
     }
 
     void invalidate(long space, byte[] key) {
-        write(storeKey(space, key), new byte[] {TOMBSTONE});
+        write(new StoreKey(storeKey(space, key)), new byte[] {TOMBSTONE});
     }
 
-    private void write(byte[] k, byte[] stored) {
+    private void write(StoreKey k, byte[] stored) {
         while (true) {
             Memtable m = layout.memtable();
             m.writers.incrementAndGet();
@@ -304,7 +298,7 @@ public final class LocalDiskCache implements AutoCloseable {
                 if (m.frozen) {
                     continue;
                 }
-                byte[] old = m.map.put(new StoreKey(k), stored);
+                byte[] old = m.map.put(k, stored);
                 long delta = entryBytes(k, stored) - (old == null ? 0 : entryBytes(k, old));
                 if (m.bytes.addAndGet(delta) < memtableBytes) {
                     return;
@@ -317,8 +311,8 @@ public final class LocalDiskCache implements AutoCloseable {
         }
     }
 
-    private static long entryBytes(byte[] k, byte[] stored) {
-        return k.length + stored.length + ENTRY_OVERHEAD_BYTES;
+    private static long entryBytes(StoreKey k, byte[] stored) {
+        return k.bytes.length + stored.length + ENTRY_OVERHEAD_BYTES;
     }
 
     /** Hands a full memtable to the flush thread, waiting while it is far behind. */
@@ -579,19 +573,22 @@ public final class LocalDiskCache implements AutoCloseable {
         }
     }
 
-    /** A store key as a hash-map key. */
+    /**
+     * A store key with its 64-bit hash, computed once: the memtables' hash maps and the segments'
+     * Bloom filters both use it.
+     */
     private static final class StoreKey {
         final byte[] bytes;
-        final int hash;
+        final long hash;
 
         StoreKey(byte[] bytes) {
             this.bytes = bytes;
-            this.hash = Arrays.hashCode(bytes);
+            this.hash = KeyHash.hash(bytes);
         }
 
         @Override
         public int hashCode() {
-            return hash;
+            return Long.hashCode(hash);
         }
 
         @Override
@@ -641,7 +638,7 @@ public final class LocalDiskCache implements AutoCloseable {
                 BloomFilter keys = BloomFilter.create(Math.max(1, sorted.length), BLOOM_FPP);
                 for (StoreKey k : sorted) {
                     map.put(k.bytes, memtable.map.get(k));
-                    keys.put(KeyHash.hash(k.bytes));
+                    keys.put(k.hash);
                 }
                 store.commit();
                 return new Segment(file, store, map, keys);
@@ -653,8 +650,8 @@ public final class LocalDiskCache implements AutoCloseable {
         }
 
         @Nullable
-        byte[] get(byte[] k, long hash) {
-            return keys.mightContain(hash) ? map.get(k) : null;
+        byte[] get(StoreKey k) {
+            return keys.mightContain(k.hash) ? map.get(k.bytes) : null;
         }
 
         void delete() {

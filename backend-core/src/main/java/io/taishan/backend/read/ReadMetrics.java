@@ -43,7 +43,12 @@ public final class ReadMetrics {
             g.gauge("cacheEntries", () -> cache.stats().entries());
             g.gauge("cacheEvictions", () -> cache.stats().evictions());
             // The memory tier alone, TaskManager-wide: cacheHits above counts either tier.
-            g.gauge("memoryCacheHits", () -> cache.stats().hits() + cache.stats().absentHits());
+            g.gauge(
+                    "memoryCacheHits",
+                    () -> {
+                        CacheStats s = cache.stats();
+                        return s.hits() + s.absentHits();
+                    });
             g.gauge("memoryCacheMisses", () -> cache.stats().misses());
             if (cache.localStats().isPresent()) {
                 // The local disk tier, TaskManager-wide as the memory cache's figures are.

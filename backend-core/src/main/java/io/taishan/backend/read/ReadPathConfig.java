@@ -29,12 +29,6 @@ public record ReadPathConfig(
         }
     }
 
-    /** Without a local disk tier. */
-    public ReadPathConfig(
-            CacheType cacheType, @Nullable Long explicitCacheBytes, boolean bloomFilterEnabled) {
-        this(cacheType, explicitCacheBytes, null, bloomFilterEnabled);
-    }
-
     /** {@code off-heap}, {@code on-heap} or {@code none}, as in {@code taishan.cache.type}. */
     public static CacheType parseCacheType(String value) {
         switch (value.trim().toLowerCase(Locale.ROOT)) {
