@@ -106,6 +106,8 @@ public final class NexmarkReport {
                     byBackend.forEach(q::add);
                     q.addProperty("identical", identical(query));
                     ratio(query).ifPresent(r -> q.addProperty("taishanVsRocksDb", r));
+                    secondHalfRatio(query)
+                            .ifPresent(r -> q.addProperty("taishanVsRocksDbSecondHalf", r));
                     all.add(query, q);
                 });
         return all;
@@ -120,12 +122,36 @@ public final class NexmarkReport {
         return ok(run) ? Optional.of(run.get("eventsPerSecond").getAsDouble()) : Optional.empty();
     }
 
+    /** The second half's events/s ({@code NexmarkRun#secondHalf}), if the run recorded it. */
+    private Optional<Double> secondHalfEventsPerSecond(String query, String backend) {
+        JsonObject run = runs.get(query).get(backend);
+        return ok(run) && run.has("secondHalf")
+                ? Optional.of(
+                        run.getAsJsonObject("secondHalf").get("eventsPerSecond").getAsDouble())
+                : Optional.empty();
+    }
+
     private Optional<Double> ratio(String query) {
-        Optional<Double> taishan = eventsPerSecond(query, TAISHAN);
-        Optional<Double> rocksdb = eventsPerSecond(query, ROCKSDB);
+        return ratio(eventsPerSecond(query, TAISHAN), eventsPerSecond(query, ROCKSDB));
+    }
+
+    private Optional<Double> secondHalfRatio(String query) {
+        return ratio(
+                secondHalfEventsPerSecond(query, TAISHAN),
+                secondHalfEventsPerSecond(query, ROCKSDB));
+    }
+
+    private static Optional<Double> ratio(Optional<Double> taishan, Optional<Double> rocksdb) {
         return taishan.isPresent() && rocksdb.isPresent()
                 ? Optional.of(taishan.get() / rocksdb.get())
                 : Optional.empty();
+    }
+
+    private static String geomean(List<Double> ratios) {
+        return String.format(
+                Locale.ROOT,
+                "%.2f",
+                Math.exp(ratios.stream().mapToDouble(Math::log).sum() / ratios.size()));
     }
 
     /** "yes", "NO (...)", "rows only (...)" or why it cannot be said. */
@@ -181,12 +207,13 @@ public final class NexmarkReport {
         md.append("## Summary\n\n");
         md.append("| query |");
         backends.forEach(b -> md.append(' ').append(b).append(" events/s |"));
-        md.append(" Taishan ÷ RocksDB | checkpoint median ms (");
+        md.append(" Taishan ÷ RocksDB | Taishan ÷ RocksDB, second half | checkpoint median ms (");
         md.append(String.join(" / ", backends)).append(") | start s (");
         md.append(String.join(" / ", backends)).append(") | identical |\n|---|");
         backends.forEach(b -> md.append("---:|"));
-        md.append("---:|---:|---:|---|\n");
+        md.append("---:|---:|---:|---:|---|\n");
         List<Double> ratios = new ArrayList<>();
+        List<Double> secondHalfRatios = new ArrayList<>();
         for (String query : runs.keySet()) {
             md.append("| ").append(query).append(" |");
             for (String b : backends) {
@@ -201,6 +228,10 @@ public final class NexmarkReport {
             ratio.ifPresent(ratios::add);
             md.append(' ')
                     .append(ratio.map(r -> String.format(Locale.ROOT, "%.2f", r)).orElse("-"));
+            Optional<Double> secondHalf = secondHalfRatio(query);
+            secondHalf.ifPresent(secondHalfRatios::add);
+            md.append(" | ")
+                    .append(secondHalf.map(r -> String.format(Locale.ROOT, "%.2f", r)).orElse("-"));
             md.append(" | ").append(joined(query, r -> checkpointMedian(r)));
             md.append(" | ")
                     .append(
@@ -214,17 +245,21 @@ public final class NexmarkReport {
             md.append(" | ").append(identical(query)).append(" |\n");
         }
         if (!ratios.isEmpty()) {
-            double log = ratios.stream().mapToDouble(Math::log).sum() / ratios.size();
-            md.append(
-                    String.format(
-                            Locale.ROOT,
-                            "\nGeometric mean of Taishan ÷ RocksDB over %d queries: **%.2f**.\n",
-                            ratios.size(),
-                            Math.exp(log)));
+            md.append("\nGeometric mean of Taishan ÷ RocksDB over ")
+                    .append(ratios.size())
+                    .append(" queries: **")
+                    .append(geomean(ratios))
+                    .append("** (whole run)");
+            if (secondHalfRatios.size() == ratios.size()) {
+                md.append(", **").append(geomean(secondHalfRatios)).append("** (second half)");
+            }
+            md.append(".\n");
         }
         md.append(
                 "\nevents/s: the run's events over the time from the first event made (held until"
                         + " every subtask was RUNNING) to the last sink subtask's end of input."
+                        + " second half: the same from the moment the source had made half the"
+                        + " events, after most of the JVMs' warm-up (JIT compilation)."
                         + " start: submission to every subtask RUNNING (keyed state backends"
                         + " created). checkpoint: Flink's end-to-end duration, median of the"
                         + " completed ones. identical: same row count and same order-free digest"
@@ -346,7 +381,28 @@ public final class NexmarkReport {
                                             .get("stateSizeBytes")
                                             .getAsLong());
                 });
+        row(
+                md,
+                byBackend,
+                "events/s, second half",
+                r ->
+                        r.has("secondHalf")
+                                ? rate(
+                                        r.getAsJsonObject("secondHalf")
+                                                .get("eventsPerSecond")
+                                                .getAsDouble())
+                                : "-");
         row(md, byBackend, "job JVM CPU s", r -> seconds(r, "processCpuSeconds"));
+        row(
+                md,
+                byBackend,
+                "job JVM CPU µs per event, whole run / second half",
+                r -> cpuPerEvent(r, "processCpuSeconds", "jobCpuMicrosPerEvent"));
+        row(
+                md,
+                byBackend,
+                "kv-server CPU µs per event, whole run / second half",
+                r -> cpuPerEvent(r, "kvServerCpuSeconds", "kvServerCpuMicrosPerEvent"));
         row(
                 md,
                 byBackend,
@@ -442,6 +498,23 @@ public final class NexmarkReport {
                 Locale.ROOT, "%.1f / %.1f / %.1f", reads * per, scans * per, writes * per);
     }
 
+    private static String cpuPerEvent(JsonObject r, String wholeSeconds, String secondHalf) {
+        if (!r.has(wholeSeconds)) {
+            return "-";
+        }
+        String whole =
+                String.format(
+                        Locale.ROOT,
+                        "%.1f",
+                        r.get(wholeSeconds).getAsDouble() * 1e6 / r.get("events").getAsLong());
+        JsonObject half = r.getAsJsonObject("secondHalf");
+        return half != null && half.has(secondHalf)
+                ? whole
+                        + " / "
+                        + String.format(Locale.ROOT, "%.1f", half.get(secondHalf).getAsDouble())
+                : whole;
+    }
+
     private static String rate(double v) {
         return String.format(Locale.ROOT, "%,.0f", v);
     }
@@ -486,8 +559,15 @@ public final class NexmarkReport {
                     chart(
                             "Taishan's events/s as a multiple of RocksDB's (log scale; 1 = as fast)",
                             "× RocksDB");
-            List<Double> ratios = both.stream().map(q -> ratio(q).orElseThrow()).toList();
-            chart.addSeries("Taishan ÷ RocksDB", both, ratios);
+            List<Double> ratios =
+                    new ArrayList<>(both.stream().map(q -> ratio(q).orElseThrow()).toList());
+            chart.addSeries("whole run", both, List.copyOf(ratios));
+            if (both.stream().allMatch(q -> secondHalfRatio(q).isPresent())) {
+                List<Double> half =
+                        both.stream().map(q -> secondHalfRatio(q).orElseThrow()).toList();
+                chart.addSeries("second half", both, half);
+                ratios.addAll(half);
+            }
             double min = Math.min(1, ratios.stream().mapToDouble(v -> v).min().orElse(1));
             double max = Math.max(1, ratios.stream().mapToDouble(v -> v).max().orElse(1));
             written.add(save(chart, dir.resolve("nexmark-vs-rocksdb.png"), min, max));

@@ -6,6 +6,7 @@ import com.google.gson.JsonObject;
 import io.taishan.benchmarks.job.JobBackend;
 import io.taishan.benchmarks.job.Machine;
 import io.taishan.benchmarks.job.MetricsCapture;
+import io.taishan.benchmarks.nexmark.table.HalfwayMark;
 import io.taishan.benchmarks.nexmark.table.StartGate;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -217,6 +218,7 @@ public final class NexmarkRun {
             MetricsCapture.clear();
             long serverCpuStart = serverCpuNanos(backend);
             long cpuStart = Machine.processCpuNanos();
+            HalfwayMark.arm(events, Machine::processCpuNanos, () -> serverCpuNanos(backend));
             long submitted = System.currentTimeMillis();
             JobID jobId = miniCluster.submitJob(jobGraph).get().getJobID();
             awaitAllRunning(miniCluster, jobId);
@@ -245,6 +247,7 @@ public final class NexmarkRun {
             if (serverCpuStart >= 0 && serverCpuEnd >= 0) {
                 result.addProperty("kvServerCpuSeconds", (serverCpuEnd - serverCpuStart) / 1e9);
             }
+            secondHalf(execution, events, cpuStart + cpu, serverCpuEnd, result);
             resultFigures(execution, result);
             JsonObject metrics = new JsonObject();
             MetricsCapture.snapshot().forEach(metrics::addProperty);
@@ -343,6 +346,36 @@ public final class NexmarkRun {
         double processing = (sinkFinished - firstEvent) / 1000.0;
         result.addProperty("processingSeconds", processing);
         result.addProperty("eventsPerSecond", events / processing);
+    }
+
+    /**
+     * Throughput and CPU per event from the moment the source had made half the events ({@link
+     * HalfwayMark}) to the last sink subtask's end of input, after most of the JVMs' warm-up.
+     */
+    private static void secondHalf(
+            JobExecutionResult execution,
+            long events,
+            long jobCpuEnd,
+            long serverCpuEnd,
+            JsonObject result) {
+        HalfwayMark.Mark mark = HalfwayMark.mark();
+        if (mark == null) {
+            return;
+        }
+        long sinkFinished =
+                execution.getAccumulatorResult(NexmarkAccumulators.SINK_FINISHED_MILLIS);
+        long after = events - mark.events();
+        JsonObject half = new JsonObject();
+        half.addProperty("events", after);
+        half.addProperty("seconds", (sinkFinished - mark.millis()) / 1000.0);
+        half.addProperty("eventsPerSecond", after * 1000.0 / (sinkFinished - mark.millis()));
+        half.addProperty("jobCpuMicrosPerEvent", (jobCpuEnd - mark.jobCpuNanos()) / 1e3 / after);
+        if (mark.serverCpuNanos() >= 0 && serverCpuEnd >= 0) {
+            half.addProperty(
+                    "kvServerCpuMicrosPerEvent",
+                    (serverCpuEnd - mark.serverCpuNanos()) / 1e3 / after);
+        }
+        result.add("secondHalf", half);
     }
 
     private static JsonObject checkpoints(CheckpointStatsSnapshot stats) {

@@ -56,5 +56,6 @@ final class IndexedEvents extends RichFlatMapFunction<Long, RowData> {
         }
         out.collect(EventRows.toRow(generator.event(index)));
         events.add(1L);
+        HalfwayMark.eventMade();
     }
 }
