@@ -238,6 +238,9 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                                     numberOfKeyGroups);
             List<StateMetaInfoSnapshot> restoredStates = manifests.metaInfo();
             if (canonical) {
+                // Its writes are raw keys: which of them are map entries, and where their maps'
+                // prefixes end, is not known there.
+                filters.forgetMapPrefixes();
                 restoredStates =
                         CanonicalSavepointRestore.restore(
                                 restoreStateHandles,

@@ -9,6 +9,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.RunnableFuture;
 import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
@@ -17,11 +18,15 @@ import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
+import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
+import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -34,7 +39,8 @@ import org.junit.jupiter.api.Test;
  * other side's rows of its key for every record: the second and later iterations of a map with up
  * to 16 entries, or of an empty one, cost no {@code Scan}, and still see every write made in
  * between (puts, removes, removes and updates through the iterator, {@code clear()}). Larger maps
- * are scanned each time. Each read is checked against a model.
+ * are scanned each time. Maps the backend wrote itself are known from their first put, and maps it
+ * never wrote are known empty. Each read is checked against a model.
  */
 class MapListingReadTest {
     private static final int KEY_GROUPS = 16;
@@ -62,8 +68,14 @@ class MapListingReadTest {
         server.close();
     }
 
+    private final JobID job = new JobID();
+
     @BeforeEach
     void create() throws Exception {
+        open(List.of());
+    }
+
+    private void open(List<KeyedStateHandle> restored) throws Exception {
         TaishanStateBackend factory =
                 new TaishanStateBackend()
                         .setKvAddress(server.address())
@@ -74,7 +86,7 @@ class MapListingReadTest {
                         factory.createKeyedStateBackend(
                                 new KeyedStateBackendParametersImpl<>(
                                         env,
-                                        new JobID(),
+                                        job,
                                         "join",
                                         IntSerializer.INSTANCE,
                                         KEY_GROUPS,
@@ -82,11 +94,28 @@ class MapListingReadTest {
                                         env.getTaskKvStateRegistry(),
                                         TtlTimeProvider.DEFAULT,
                                         new UnregisteredMetricsGroup(),
-                                        List.of(),
+                                        restored,
                                         new CloseableRegistry()));
         state =
                 backend.getPartitionedState(
                         VoidNamespace.INSTANCE, VoidNamespaceSerializer.INSTANCE, MAP);
+    }
+
+    /**
+     * A checkpoint, then a new backend restored from it: its maps are the server's, none written by
+     * the backend that reads them.
+     */
+    private void restoreFromCheckpoint() throws Exception {
+        RunnableFuture<SnapshotResult<KeyedStateHandle>> future =
+                backend.snapshot(
+                        1,
+                        1,
+                        new MemCheckpointStreamFactory(4 << 20),
+                        CheckpointOptions.forCheckpointWithDefaultLocation());
+        future.run();
+        KeyedStateHandle handle = future.get().getJobManagerOwnedSnapshot();
+        backend.dispose();
+        open(List.of(handle));
     }
 
     @AfterEach
@@ -99,15 +128,20 @@ class MapListingReadTest {
         return key % 10 == 9 ? 40 : key % 5;
     }
 
-    @Test
-    void smallMapsAreIteratedWithoutAScanOnceReadWholeAndFollowEveryWrite() throws Exception {
+    private void fillAll() throws Exception {
         for (int key = 0; key < KEYS; key++) {
             backend.setCurrentKey(key);
             for (int uk = 0; uk < sizeOf(key); uk++) {
                 put(key, uk, (long) key * 1_000 + uk);
             }
         }
-        backend.writeQueue().flushAndWait();
+    }
+
+    @Test
+    void restoredSmallMapsAreIteratedWithoutAScanOnceReadWholeAndFollowEveryWrite()
+            throws Exception {
+        fillAll();
+        restoreFromCheckpoint();
         // iterateAll() reads each map twice (entries, isEmpty): two scans per large map.
         long large = 2L * (KEYS / 10);
 
@@ -153,6 +187,38 @@ class MapListingReadTest {
                 .as("after the writes: still only the maps past the bound are scanned")
                 .isEqualTo(2L * count(key -> sizeOf(key) > 16 && key % 7 != 0));
         assertThat(backend.readMetrics().mapListingHits()).isPositive();
+    }
+
+    /**
+     * In shards that started empty the backend knows every map it wrote: a map it never wrote is
+     * empty, and one it did is listed from its first put, so even the first iteration scans only
+     * the maps past the listing's bound.
+     */
+    @Test
+    void mapsOfAFreshBackendAreKnownFromTheirFirstPut() throws Exception {
+        fillAll();
+        long large = 2L * (KEYS / 10);
+        long emptyMaps = count(key -> sizeOf(key) == 0);
+        long scans = backend.readMetrics().remoteScans();
+        iterateAll();
+        assertThat(backend.readMetrics().remoteScans() - scans)
+                .as("first iteration: only the maps past the bound are scanned")
+                .isEqualTo(large);
+        assertThat(backend.readMetrics().mapPrefixAbsentAnswers())
+                .as("maps never written, iterated and asked isEmpty(): answered by their prefix")
+                .isEqualTo(2 * emptyMaps);
+
+        // A map emptied by removes, and one cleared, are no longer unknown: still exact.
+        backend.setCurrentKey(1);
+        state.remove(0);
+        model.get(1).remove(0);
+        backend.setCurrentKey(2);
+        state.clear();
+        model.get(2).clear();
+        backend.setCurrentKey(10);
+        put(10, 5, 55L);
+        iterateAll();
+        assertThat(backend.readMetrics().remoteScans() - scans).isEqualTo(2 * large);
     }
 
     @Test

@@ -31,11 +31,13 @@ import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
  * <p><b>Listings.</b> A small map may also be cached whole, as one {@link MapListing} under the key
  * {@link MapListing#KEY} of its generation, so that iterating it, {@code isEmpty()} and gets of
  * user keys it lacks need no round trip. A listing is made from a scan that read the whole map in
- * one page, or by {@code clear()} (an empty one); from then on every put and delete of the map
- * rewrites it, as it writes the entry through, so it stays the map's current content. Whether the
- * map has one is a flag in the generation entry ({@code [generation, 8 bytes][1]}), which every map
- * operation reads anyway: a write to a map without a listing costs nothing more. A listing past its
- * bounds, or evicted, is dropped with its flag, and the map is scanned again.
+ * one page, by {@code clear()} (an empty one), or at the first put of a map known to have had no
+ * entry ({@link MapPrefixFilter}; an empty one the put then extends); from then on every put and
+ * delete of the map rewrites it, as it writes the entry through, so it stays the map's current
+ * content. Whether the map has one is a flag in the generation entry ({@code [generation, 8
+ * bytes][1]}), which every map operation reads anyway: a write to a map without a listing costs
+ * nothing more. A listing past its bounds, or evicted, is dropped with its flag, and the map is
+ * scanned again.
  *
  * <p><b>TTL.</b> An entry of a state with TTL expires when its value would: at its last-access
  * timestamp plus the TTL, on the TTL clock, translated into wall-clock time for the cache. Flink's
@@ -308,11 +310,25 @@ public final class ReadCache {
      * listed as empty.
      */
     void clearMap(int shard, byte[] prefix) {
+        listEmpty(shard, prefix, prefix.length);
+    }
+
+    /**
+     * The map under {@code key[0, mapPrefixLength)} is known to have no entry (its first put is
+     * next): listed as empty, so the put makes it a listing of one entry.
+     */
+    void mapStartsEmpty(int shard, byte[] key, int mapPrefixLength, CachePolicy policy) {
+        if (policy.cached() && policy.mapEntries()) {
+            listEmpty(shard, key, mapPrefixLength);
+        }
+    }
+
+    private void listEmpty(int shard, byte[] key, int mapPrefixLength) {
         long generation = cache.newSpace();
         cache.put(generation, MapListing.KEY, MapListing.EMPTY, StateCache.NEVER);
         cache.put(
                 shardSpace(shard),
-                generationKey(prefix, prefix.length),
+                generationKey(key, mapPrefixLength),
                 generationEntry(generation, true),
                 StateCache.NEVER);
     }

@@ -12,8 +12,9 @@ import org.apache.flink.metrics.MetricGroup;
  * {@code cacheHits}, {@code cacheMisses}, {@code filterAbsent} (reads the Bloom filter answered
  * with no round trip), {@code filterFalsePositives} (a "maybe" the server answered with absent),
  * {@code remoteGets}, {@code remoteScans} (pages), {@code mapListingHits} (maps iterated from the
- * cache's listing of their whole content, with no scan), and gauges of the TaskManager-wide cache
- * it shares ({@code cacheBytesUsed}, {@code cacheCapacityBytes}, {@code cacheEntries}, {@code
+ * cache's listing of their whole content, with no scan), {@code mapPrefixAbsent} (maps iterated
+ * with no scan because they surely never had an entry), and gauges of the TaskManager-wide cache it
+ * shares ({@code cacheBytesUsed}, {@code cacheCapacityBytes}, {@code cacheEntries}, {@code
  * cacheEvictions}) and of its filters ({@code filterLoadedShards}, {@code filterBytes}). The RPC
  * counts of every kind are under {@code taishan.rpc}.
  */
@@ -25,6 +26,7 @@ public final class ReadMetrics {
     private final LongAdder remoteGets = new LongAdder();
     private final LongAdder remoteScans = new LongAdder();
     private final LongAdder mapListingHits = new LongAdder();
+    private final LongAdder mapPrefixAbsent = new LongAdder();
 
     public static ReadMetrics register(
             @Nullable MetricGroup taishanGroup, StateCache cache, ShardFilters filters) {
@@ -38,6 +40,7 @@ public final class ReadMetrics {
             g.gauge("remoteGets", metrics.remoteGets::sum);
             g.gauge("remoteScans", metrics.remoteScans::sum);
             g.gauge("mapListingHits", metrics.mapListingHits::sum);
+            g.gauge("mapPrefixAbsent", metrics.mapPrefixAbsent::sum);
             g.gauge("cacheBytesUsed", () -> cache.stats().bytesUsed());
             g.gauge("cacheCapacityBytes", () -> cache.stats().capacity());
             g.gauge("cacheEntries", () -> cache.stats().entries());
@@ -98,6 +101,10 @@ public final class ReadMetrics {
         mapListingHits.increment();
     }
 
+    void mapPrefixAbsentAnswer() {
+        mapPrefixAbsent.increment();
+    }
+
     public long cacheHits() {
         return cacheHits.sum();
     }
@@ -124,5 +131,9 @@ public final class ReadMetrics {
 
     public long mapListingHits() {
         return mapListingHits.sum();
+    }
+
+    public long mapPrefixAbsentAnswers() {
+        return mapPrefixAbsent.sum();
     }
 }

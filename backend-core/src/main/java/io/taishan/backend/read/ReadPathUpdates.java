@@ -3,7 +3,8 @@ package io.taishan.backend.read;
 /**
  * What the write path tells the read path's layers about each write, so that a read asking them
  * first never misses the write: the {@link ReadCache} is written through, the shard's Bloom filter
- * ({@link ShardFilters}) learns the key before the write is enqueued.
+ * ({@link ShardFilters}) learns the key, and a map entry's map prefix, before the write is
+ * enqueued.
  */
 public final class ReadPathUpdates {
     private final ReadCache cache;
@@ -14,9 +15,17 @@ public final class ReadPathUpdates {
         this.filters = filters;
     }
 
-    /** Before a put or an append of {@code key} is enqueued. */
-    public void inserted(int shard, byte[] key, CachePolicy policy) {
+    /**
+     * Before a put or an append of {@code key} is enqueued.
+     *
+     * @param mapPrefixLength for map entries, the length of the map's prefix in {@code key}
+     */
+    public void inserted(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
         filters.inserted(shard, key);
+        if (mapPrefixLength > 0 && filters.mapEntryInserted(shard, key, mapPrefixLength)) {
+            // The map's first entry: it was empty, so the cache can list it from here on.
+            cache.mapStartsEmpty(shard, key, mapPrefixLength, policy);
+        }
     }
 
     public void put(int shard, byte[] key, byte[] value, CachePolicy policy, int mapPrefixLength) {

@@ -17,8 +17,11 @@ import java.util.function.IntPredicate;
  * cloned from a snapshot holds keys the client never saw: its filter answers "maybe" until a copy
  * of the server's is loaded.
  *
+ * <p>A shard that starts empty also keeps the prefixes of its maps that got an entry ({@link
+ * MapPrefixFilter}), so iterating a map that never had one needs no scan.
+ *
  * <p>Cost: one 64-bit hash of the key (XXH3, a few ns) and one cache line of the filter per write
- * and per read that reaches it.
+ * and per read that reaches it; a map put hashes its prefix too.
  */
 public final class ShardFilters implements AutoCloseable {
     /**
@@ -35,6 +38,13 @@ public final class ShardFilters implements AutoCloseable {
 
     private final int firstShard;
     private final LoadingFilter[] filters;
+
+    /**
+     * Per shard, the prefixes of its maps that got an entry ({@link MapPrefixFilter}); null where
+     * the shard did not start empty (its maps' prefixes are unknown: every map is a "maybe").
+     */
+    private final MapPrefixFilter[] mapPrefixes;
+
     private final boolean enabled;
     private volatile IntConsumer falsePositiveListener = shard -> {};
 
@@ -51,6 +61,7 @@ public final class ShardFilters implements AutoCloseable {
             boolean enabled) {
         this.firstShard = firstShard;
         this.filters = new LoadingFilter[shardCount];
+        this.mapPrefixes = new MapPrefixFilter[shardCount];
         this.enabled = enabled;
         if (!enabled) {
             return;
@@ -58,10 +69,9 @@ public final class ShardFilters implements AutoCloseable {
         FilterGeometry fresh =
                 FilterSizing.DEFAULT.geometryFor(freshShardKeys(Math.max(1, tableShards)));
         for (int i = 0; i < shardCount; i++) {
-            filters[i] =
-                    startsEmpty.test(firstShard + i)
-                            ? LoadingFilter.empty(fresh, 0)
-                            : new LoadingFilter();
+            boolean empty = startsEmpty.test(firstShard + i);
+            filters[i] = empty ? LoadingFilter.empty(fresh, 0) : new LoadingFilter();
+            mapPrefixes[i] = empty ? new MapPrefixFilter() : null;
         }
     }
 
@@ -74,6 +84,41 @@ public final class ShardFilters implements AutoCloseable {
     void inserted(int shard, byte[] key) {
         if (enabled) {
             filters[shard - firstShard].insert(KeyHash.hash(key));
+        }
+    }
+
+    /**
+     * A put of a map entry under {@code key[0, prefixLength)} is about to be enqueued.
+     *
+     * @return true if the map surely had no entry before
+     */
+    boolean mapEntryInserted(int shard, byte[] key, int prefixLength) {
+        if (!enabled) {
+            return false;
+        }
+        MapPrefixFilter prefixes = mapPrefixes[shard - firstShard];
+        return prefixes != null && prefixes.inserted(key, prefixLength);
+    }
+
+    /** False only if no map under {@code prefix} in the shard has an entry. */
+    boolean mapMightHaveEntries(int shard, byte[] prefix) {
+        if (!enabled) {
+            return true;
+        }
+        MapPrefixFilter prefixes = mapPrefixes[shard - firstShard];
+        return prefixes == null || prefixes.mightContain(prefix);
+    }
+
+    /**
+     * Entries are about to be written whose map prefixes the writer does not tell (a canonical
+     * savepoint's restore writes raw keys): from now on every map is a "maybe".
+     */
+    public void forgetMapPrefixes() {
+        for (int i = 0; i < mapPrefixes.length; i++) {
+            if (mapPrefixes[i] != null) {
+                mapPrefixes[i].close();
+                mapPrefixes[i] = null;
+            }
         }
     }
 
@@ -142,6 +187,9 @@ public final class ShardFilters implements AutoCloseable {
         for (LoadingFilter f : filters) {
             sum += f == null ? 0 : f.offHeapBytes();
         }
+        for (MapPrefixFilter f : mapPrefixes) {
+            sum += f == null ? 0 : f.offHeapBytes();
+        }
         return sum;
     }
 
@@ -152,5 +200,6 @@ public final class ShardFilters implements AutoCloseable {
                 f.close();
             }
         }
+        forgetMapPrefixes();
     }
 }

@@ -32,7 +32,8 @@ import javax.annotation.Nullable;
  * a read from another thread could otherwise put back a value the task thread just overwrote).
  *
  * <p>A map whose whole content the cache lists ({@link #cachedMap}, {@link MapListing}) is iterated
- * with no round trip; after a scan that read a whole small map the cache is offered its listing.
+ * with no round trip, and so is one that surely never had an entry ({@link #mapSurelyEmpty}); after
+ * a scan that read a whole small map the cache is offered its listing.
  *
  * <p>A scan ({@link #scanPage}) reads a page from the server and merges the pending writes of the
  * same range into it, as RocksDB's {@code WriteBatchWithIndex} iterator merges a batch into its
@@ -152,6 +153,18 @@ public final class StateReader {
             metrics.mapListingHit();
         }
         return listed;
+    }
+
+    /**
+     * True if the map under {@code prefix} surely has no entry ({@link MapPrefixFilter}). Not
+     * offered to the cache as an empty listing: asking again costs as little as a listing would.
+     */
+    public boolean mapSurelyEmpty(ShardLease lease, byte[] prefix) {
+        if (filters.mapMightHaveEntries(lease.shard(), prefix)) {
+            return false;
+        }
+        metrics.mapPrefixAbsentAnswer();
+        return true;
     }
 
     /**

@@ -274,6 +274,9 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
                 boolean whole = taskThread && nextStart == prefix;
                 if (whole) {
                     List<KvEntry> listed = reader.cachedMap(lease, prefix, state.cachePolicy);
+                    if (listed == null && reader.mapSurelyEmpty(lease, prefix)) {
+                        listed = List.of();
+                    }
                     if (listed != null) {
                         page = listed;
                         index = 0;

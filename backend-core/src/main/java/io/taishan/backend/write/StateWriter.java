@@ -28,7 +28,7 @@ public final class StateWriter {
      */
     public void put(
             ShardLease lease, byte[] key, byte[] value, CachePolicy policy, int mapPrefixLength) {
-        readPath.inserted(lease.shard(), key, policy);
+        readPath.inserted(lease.shard(), key, policy, mapPrefixLength);
         queue.put(lease, key, value);
         readPath.put(lease.shard(), key, value, policy, mapPrefixLength);
     }
@@ -43,7 +43,7 @@ public final class StateWriter {
             ShardLease lease, byte[] key, byte[] operand, CachePolicy policy, int mapPrefixLength) {
         // Asked before the key goes in: "surely absent" then means the list is just the operand.
         boolean wasAbsent = readPath.surelyAbsent(lease.shard(), key, policy);
-        readPath.inserted(lease.shard(), key, policy);
+        readPath.inserted(lease.shard(), key, policy, mapPrefixLength);
         queue.append(lease, key, operand);
         readPath.append(lease.shard(), key, operand, policy, mapPrefixLength, wasAbsent);
     }
