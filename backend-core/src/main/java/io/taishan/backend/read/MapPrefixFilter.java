@@ -26,20 +26,28 @@ import java.util.List;
  * so a map's later puts cost a lookup only.
  *
  * <p>Cost: a put of a map entry hashes its prefix (XXH3, a few ns) and reads one cache line per
- * filter (a few filters: capacity doubles each time); a lookup the same. Memory: 1.25 bytes per
- * prefix at 1%, off-heap, freed by {@link #close()}. Task thread only.
+ * filter (a few filters: capacity doubles each time); a lookup the same. Memory: none until the
+ * first map entry, then 1.25 bytes per prefix at 1%, off-heap, freed by {@link #close()}. Task
+ * thread only.
  */
 final class MapPrefixFilter implements AutoCloseable {
-    static final long FIRST_CAPACITY = 1024;
     static final double FIRST_FPP = 0.01;
 
+    /** Empty until the first insert: a shard without maps costs no filter memory. */
     private final List<BloomFilter> filters = new ArrayList<>(4);
+
     private long capacity;
     private double fpp;
     private long inNewest;
+    private boolean closed;
 
-    MapPrefixFilter() {
-        grow(FIRST_CAPACITY, FIRST_FPP);
+    /**
+     * @param firstCapacity the prefixes the first filter holds at {@link #FIRST_FPP}
+     */
+    MapPrefixFilter(long firstCapacity) {
+        this.capacity = firstCapacity;
+        this.fpp = FIRST_FPP;
+        this.inNewest = firstCapacity;
     }
 
     /**
@@ -48,15 +56,15 @@ final class MapPrefixFilter implements AutoCloseable {
      * @return true if the map surely had no entry before (this is its first), false if it may have
      */
     boolean inserted(byte[] key, int prefixLength) {
-        if (filters.isEmpty()) {
-            return false; // closed
+        if (closed) {
+            return false;
         }
         long hash = KeyHash.hash(key, 0, prefixLength);
         if (mightContain(hash)) {
             return false;
         }
         if (inNewest >= capacity) {
-            grow(capacity * 2, fpp / 2);
+            grow();
         }
         filters.get(filters.size() - 1).put(hash);
         inNewest++;
@@ -69,8 +77,8 @@ final class MapPrefixFilter implements AutoCloseable {
     }
 
     private boolean mightContain(long hash) {
-        if (filters.isEmpty()) {
-            return true; // closed
+        if (closed) {
+            return true;
         }
         for (int i = filters.size() - 1; i >= 0; i--) {
             if (filters.get(i).mightContain(hash)) {
@@ -80,10 +88,13 @@ final class MapPrefixFilter implements AutoCloseable {
         return false;
     }
 
-    private void grow(long newCapacity, double newFpp) {
-        filters.add(BloomFilter.create(newCapacity, newFpp));
-        capacity = newCapacity;
-        fpp = newFpp;
+    /** The first filter, or one of twice the capacity at half the rate of the last. */
+    private void grow() {
+        if (!filters.isEmpty()) {
+            capacity *= 2;
+            fpp /= 2;
+        }
+        filters.add(BloomFilter.create(capacity, fpp));
         inNewest = 0;
     }
 
@@ -101,6 +112,7 @@ final class MapPrefixFilter implements AutoCloseable {
 
     @Override
     public void close() {
+        closed = true;
         filters.forEach(BloomFilter::close);
         filters.clear();
     }

@@ -33,6 +33,13 @@ public final class ShardFilters implements AutoCloseable {
      */
     static final long FRESH_KEYS_PER_OPERATOR = 16_384L * 128;
 
+    /**
+     * What the first map prefix filters of one operator's shards hold together (1,024 maps per
+     * shard at 128 key groups, 1.3 KiB each), fewer per shard with more key groups, as above. They
+     * grow as maps come.
+     */
+    static final long FIRST_MAP_PREFIXES_PER_OPERATOR = 1024L * 128;
+
     /** The floor of a fresh shard's filter: what the kv-server sizes a new shard's for. */
     static final long MIN_FRESH_SHARD_KEYS = 64;
 
@@ -68,10 +75,14 @@ public final class ShardFilters implements AutoCloseable {
         }
         FilterGeometry fresh =
                 FilterSizing.DEFAULT.geometryFor(freshShardKeys(Math.max(1, tableShards)));
+        long firstMapPrefixes =
+                Math.max(
+                        MIN_FRESH_SHARD_KEYS,
+                        FIRST_MAP_PREFIXES_PER_OPERATOR / Math.max(1, tableShards));
         for (int i = 0; i < shardCount; i++) {
             boolean empty = startsEmpty.test(firstShard + i);
             filters[i] = empty ? LoadingFilter.empty(fresh, 0) : new LoadingFilter();
-            mapPrefixes[i] = empty ? new MapPrefixFilter() : null;
+            mapPrefixes[i] = empty ? new MapPrefixFilter(firstMapPrefixes) : null;
         }
     }
 

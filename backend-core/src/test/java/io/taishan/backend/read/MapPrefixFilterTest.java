@@ -21,7 +21,7 @@ class MapPrefixFilterTest {
     @Test
     void growsPastItsFirstCapacityWithoutForgettingAMapAndKeepsFalsePositivesRare() {
         int maps = 200_000;
-        try (MapPrefixFilter filter = new MapPrefixFilter()) {
+        try (MapPrefixFilter filter = new MapPrefixFilter(1024)) {
             long firsts = 0;
             for (long m = 0; m < maps; m++) {
                 firsts += filter.inserted(entryKey(m, 1), 8) ? 1 : 0;
@@ -48,8 +48,19 @@ class MapPrefixFilterTest {
     }
 
     @Test
+    void holdsNoFilterBeforeItsFirstMap() {
+        try (MapPrefixFilter filter = new MapPrefixFilter(1024)) {
+            assertThat(filter.mightContain(prefix(1))).isFalse();
+            assertThat(filter.offHeapBytes()).isZero();
+            assertThat(filter.inserted(entryKey(1, 1), 8)).isTrue();
+            assertThat(filter.filterCount()).isEqualTo(1);
+            assertThat(filter.mightContain(prefix(1))).isTrue();
+        }
+    }
+
+    @Test
     void aClosedFilterAnswersMaybe() {
-        MapPrefixFilter filter = new MapPrefixFilter();
+        MapPrefixFilter filter = new MapPrefixFilter(1024);
         filter.close();
         assertThat(filter.mightContain(prefix(1))).isTrue();
         assertThat(filter.inserted(entryKey(1, 1), 8)).isFalse();

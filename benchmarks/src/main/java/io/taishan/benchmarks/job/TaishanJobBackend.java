@@ -28,10 +28,29 @@ public final class TaishanJobBackend implements JobBackend.Provider {
         return Set.of(TAISHAN);
     }
 
+    /**
+     * Environment variables naming a kv-server that is already running (its address and pid): the
+     * runs use it instead of starting one each, as jobs use a long-running service.
+     */
+    public static final String SHARED_ADDRESS = "TAISHAN_BENCH_KV_ADDRESS";
+
+    public static final String SHARED_PID = "TAISHAN_BENCH_KV_PID";
+
     @Override
     public JobBackend open(
             String backend, Path workDir, Map<String, String> serverConfig, boolean sampleStore)
             throws IOException {
+        String shared = System.getenv(SHARED_ADDRESS);
+        if (shared != null && !shared.isBlank()) {
+            if (!serverConfig.isEmpty() || sampleStore) {
+                throw new IllegalArgumentException(
+                        "a shared kv-server ("
+                                + SHARED_ADDRESS
+                                + ") takes no per-run settings or store samples: "
+                                + serverConfig);
+            }
+            return shared(shared.trim(), Long.parseLong(System.getenv(SHARED_PID).trim()));
+        }
         Path samples = workDir.resolve("store-samples.csv");
         List<String> args = new ArrayList<>();
         args.add(Files.createDirectories(workDir.resolve("kv-data")).toString());
@@ -48,12 +67,7 @@ public final class TaishanJobBackend implements JobBackend.Provider {
 
             @Override
             public Configuration configuration() {
-                Configuration config = new Configuration();
-                config.set(StateBackendOptions.STATE_BACKEND, FACTORY);
-                config.setString("taishan.kv.address", server.address());
-                config.setString("taishan.timer-service", "REMOTE");
-                config.setString("taishan.cache.type", "off-heap");
-                return config;
+                return clientConfiguration(server.address());
             }
 
             @Override
@@ -109,5 +123,44 @@ public final class TaishanJobBackend implements JobBackend.Provider {
                 }
             }
         };
+    }
+
+    private static JobBackend shared(String address, long pid) {
+        return new JobBackend() {
+            @Override
+            public Configuration configuration() {
+                return clientConfiguration(address);
+            }
+
+            @Override
+            public String description() {
+                return "TaishanStateBackend (REMOTE timers, off-heap read cache in managed memory,"
+                        + " Bloom filters on; a shared kv-server, pid "
+                        + pid
+                        + ", running before this run and after it)";
+            }
+
+            @Override
+            public long serverPid() {
+                return pid;
+            }
+
+            @Override
+            public List<StoreSample> storeSamples() {
+                return List.of();
+            }
+
+            @Override
+            public void close() {}
+        };
+    }
+
+    private static Configuration clientConfiguration(String address) {
+        Configuration config = new Configuration();
+        config.set(StateBackendOptions.STATE_BACKEND, FACTORY);
+        config.setString("taishan.kv.address", address);
+        config.setString("taishan.timer-service", "REMOTE");
+        config.setString("taishan.cache.type", "off-heap");
+        return config;
     }
 }
