@@ -58,6 +58,9 @@ class KvServerCrashITCase {
      */
     private static final Duration QUIET = Duration.ofMillis(500);
 
+    /** Long enough for a write batch to reconnect to the restarted node and get its answer. */
+    private static final Duration WRITE_REFUSED = Duration.ofSeconds(3);
+
     @Test
     @Timeout(240)
     void withTheWalOffTheJobFailsOverAndEndsExact(
@@ -98,6 +101,13 @@ class KvServerCrashITCase {
             assertThat(job.finalStatesSoFar()).as("final states before the crash").isEmpty();
 
             backend.crashAndRestartServer();
+            // One more record per split, then a pause: its writes reach the restarted node, which
+            // refuses the old lease (or keeps it, with the WAL on). Reads alone need not reach the
+            // node (the read cache and filters answer many), and a job that ended before the
+            // refusal came back would end without a failover: its state is discarded then anyway,
+            // but a running job must fail over at its next write, which the rest of the input is.
+            job.holdSourceAt(CRASH_POSITION + 1)
+                    .awaitQuietAfter(splits * (CRASH_POSITION + 1), WRITE_REFUSED);
             job.releaseSource();
 
             Map<Long, KeyFinalState> actual = job.awaitFinalStates();
