@@ -33,21 +33,24 @@ import java.util.List;
 final class MapPrefixFilter implements AutoCloseable {
     static final double FIRST_FPP = 0.01;
 
-    /** Empty until the first insert: a shard without maps costs no filter memory. */
+    /**
+     * Filter {@code i} holds {@code firstCapacity << i} prefixes at {@code FIRST_FPP / 2^i}. Empty
+     * until the first insert: a shard without maps costs no filter memory.
+     */
     private final List<BloomFilter> filters = new ArrayList<>(4);
 
-    private long capacity;
-    private double fpp;
+    private final long firstCapacity;
+
+    /** Prefixes put into the newest filter. */
     private long inNewest;
+
     private boolean closed;
 
     /**
      * @param firstCapacity the prefixes the first filter holds at {@link #FIRST_FPP}
      */
     MapPrefixFilter(long firstCapacity) {
-        this.capacity = firstCapacity;
-        this.fpp = FIRST_FPP;
-        this.inNewest = firstCapacity;
+        this.firstCapacity = firstCapacity;
     }
 
     /**
@@ -63,8 +66,10 @@ final class MapPrefixFilter implements AutoCloseable {
         if (mightContain(hash)) {
             return false;
         }
-        if (inNewest >= capacity) {
-            grow();
+        int count = filters.size();
+        if (count == 0 || inNewest >= firstCapacity << (count - 1)) {
+            filters.add(BloomFilter.create(firstCapacity << count, FIRST_FPP / (1L << count)));
+            inNewest = 0;
         }
         filters.get(filters.size() - 1).put(hash);
         inNewest++;
@@ -86,16 +91,6 @@ final class MapPrefixFilter implements AutoCloseable {
             }
         }
         return false;
-    }
-
-    /** The first filter, or one of twice the capacity at half the rate of the last. */
-    private void grow() {
-        if (!filters.isEmpty()) {
-            capacity *= 2;
-            fpp /= 2;
-        }
-        filters.add(BloomFilter.create(capacity, fpp));
-        inNewest = 0;
     }
 
     long offHeapBytes() {

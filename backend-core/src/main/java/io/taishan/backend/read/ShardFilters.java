@@ -48,7 +48,8 @@ public final class ShardFilters implements AutoCloseable {
 
     /**
      * Per shard, the prefixes of its maps that got an entry ({@link MapPrefixFilter}); null where
-     * the shard did not start empty (its maps' prefixes are unknown: every map is a "maybe").
+     * the shard did not start empty (its maps' prefixes are unknown: every map is a "maybe") and
+     * everywhere when filters are off.
      */
     private final MapPrefixFilter[] mapPrefixes;
 
@@ -104,18 +105,12 @@ public final class ShardFilters implements AutoCloseable {
      * @return true if the map surely had no entry before
      */
     boolean mapEntryInserted(int shard, byte[] key, int prefixLength) {
-        if (!enabled) {
-            return false;
-        }
         MapPrefixFilter prefixes = mapPrefixes[shard - firstShard];
         return prefixes != null && prefixes.inserted(key, prefixLength);
     }
 
     /** False only if no map under {@code prefix} in the shard has an entry. */
     boolean mapMightHaveEntries(int shard, byte[] prefix) {
-        if (!enabled) {
-            return true;
-        }
         MapPrefixFilter prefixes = mapPrefixes[shard - firstShard];
         return prefixes == null || prefixes.mightContain(prefix);
     }

@@ -125,7 +125,11 @@ public final class NexmarkReport {
     /** The second half's events/s ({@code NexmarkRun#secondHalf}), if the run recorded it. */
     private Optional<Double> secondHalfEventsPerSecond(String query, String backend) {
         JsonObject run = runs.get(query).get(backend);
-        return ok(run) && run.has("secondHalf")
+        return ok(run) ? secondHalfRate(run) : Optional.empty();
+    }
+
+    private static Optional<Double> secondHalfRate(JsonObject run) {
+        return run.has("secondHalf")
                 ? Optional.of(
                         run.getAsJsonObject("secondHalf").get("eventsPerSecond").getAsDouble())
                 : Optional.empty();
@@ -385,13 +389,7 @@ public final class NexmarkReport {
                 md,
                 byBackend,
                 "events/s, second half",
-                r ->
-                        r.has("secondHalf")
-                                ? rate(
-                                        r.getAsJsonObject("secondHalf")
-                                                .get("eventsPerSecond")
-                                                .getAsDouble())
-                                : "-");
+                r -> secondHalfRate(r).map(NexmarkReport::rate).orElse("-"));
         row(md, byBackend, "job JVM CPU s", r -> seconds(r, "processCpuSeconds"));
         row(
                 md,

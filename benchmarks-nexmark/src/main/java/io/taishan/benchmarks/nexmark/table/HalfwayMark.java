@@ -6,10 +6,10 @@ import java.util.function.LongSupplier;
 /**
  * The moment the source has made half of a run's events, with the job JVM's and the kv-server's CPU
  * time then, so that the harness can also give the throughput and the CPU per event of the run's
- * second half. The first half carries the JVMs' warm-up (the JIT compiler took 40–50% of a
- * 1,000,000 event run's CPU in both JVMs, measured with async-profiler), which the second half
- * mostly does not; Nexmark's own harness likewise starts measuring after a delay ({@code
- * nexmark.metric.monitor.delay}).
+ * second half. The first half carries the JVMs' warm-up (on q3 at 1,000,000 events the JIT compiler
+ * took 42–49% of the CPU of each JVM, Taishan's and RocksDB's job JVMs and a fresh kv-server,
+ * measured with async-profiler), which the second half mostly does not; Nexmark's own harness
+ * likewise starts measuring after a delay ({@code nexmark.metric.monitor.delay}).
  *
  * <p>Like {@link StartGate}, shared through a static field: the MiniCluster runs the job's classes
  * in the harness's JVM. One counter increment per event (two source subtasks contend on it: tens of
