@@ -31,10 +31,17 @@ public final class ChildKvServer implements AutoCloseable {
         return start(dataDir, List.of(), log);
     }
 
-    /** With {@link BenchKvServerMain}'s options after the data dir ({@code --durable}, ...). */
     /** An environment variable: more JVM options for the child, separated by spaces. */
     public static final String EXTRA_JVM_OPTIONS = "TAISHAN_BENCH_KV_JVM_OPTS";
 
+    /**
+     * An environment variable: the CPUs the child may run on, in {@code taskset -c} form ({@code
+     * 1}, {@code 2-3}). A benchmark that pins its own JVM to other CPUs so models a kv-server that
+     * runs beside the TaskManager, not on its cores, as it does in production.
+     */
+    public static final String CPUS = "TAISHAN_BENCH_KV_CPUS";
+
+    /** With {@link BenchKvServerMain}'s options after the data dir ({@code --durable}, ...). */
     public static ChildKvServer start(Path dataDir, List<String> options, Path log)
             throws IOException {
         List<String> args = new ArrayList<>();
@@ -51,6 +58,11 @@ public final class ChildKvServer implements AutoCloseable {
             throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> command = new ArrayList<>();
+        String cpus = System.getenv(CPUS);
+        if (cpus != null && !cpus.isBlank()) {
+            // Without it the child would inherit this JVM's CPUs.
+            command.addAll(List.of("taskset", "-c", cpus.trim()));
+        }
         command.addAll(List.of(java, "-Xmx1g", "-XX:+UseG1GC"));
         // E.g. a JFR recording of the server (bin/taishan-nexmark --profile).
         String extra = System.getenv(EXTRA_JVM_OPTIONS);
