@@ -128,6 +128,10 @@ public final class NexmarkReport {
         return ok(run) ? secondHalfRate(run) : Optional.empty();
     }
 
+    private static long warmUpEvents(JsonObject run) {
+        return run.has("option.warm-up-events") ? run.get("option.warm-up-events").getAsLong() : 0;
+    }
+
     private static Optional<Double> secondHalfRate(JsonObject run) {
         return run.has("secondHalf")
                 ? Optional.of(
@@ -195,8 +199,8 @@ public final class NexmarkReport {
                         Locale.ROOT,
                         "%,d events per run (%s events/s of event time, seed %s), parallelism %s,"
                                 + " max parallelism %s, checkpoints every %s, managed memory %s,"
-                                + " mini-batch %s; one fresh JVM per query and backend, backends"
-                                + " alternating query by query.\n\n",
+                                + " mini-batch %s; one fresh JVM per query and backend%s,"
+                                + " backends alternating query by query.\n\n",
                         any.get("option.events").getAsLong(),
                         any.get("option.event-rate").getAsString(),
                         any.get("option.seed").getAsString(),
@@ -204,7 +208,14 @@ public final class NexmarkReport {
                         any.get("option.max-parallelism").getAsString(),
                         any.get("option.checkpoint-interval").getAsString(),
                         any.get("option.managed-memory").getAsString(),
-                        any.get("option.mini-batch").getAsString()));
+                        any.get("option.mini-batch").getAsString(),
+                        warmUpEvents(any) > 0
+                                ? String.format(
+                                        Locale.ROOT,
+                                        ", each measured job after an unmeasured warm-up job of"
+                                                + " %,d events in the same JVM",
+                                        warmUpEvents(any))
+                                : ""));
         if (!machine.isBlank()) {
             md.append("```\n").append(machine.strip()).append("\n```\n\n");
         }
