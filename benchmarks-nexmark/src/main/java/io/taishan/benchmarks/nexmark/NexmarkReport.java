@@ -194,6 +194,15 @@ public final class NexmarkReport {
                         .filter(r -> r.has("option.events"))
                         .findFirst()
                         .orElseThrow(() -> new IllegalStateException("no run got to its job"));
+        long warmUpEvents = warmUpEvents(any);
+        String warmUp =
+                warmUpEvents == 0
+                        ? ""
+                        : String.format(
+                                Locale.ROOT,
+                                ", each measured job after an unmeasured warm-up job of %,d events"
+                                        + " in the same JVM",
+                                warmUpEvents);
         md.append(
                 String.format(
                         Locale.ROOT,
@@ -209,13 +218,7 @@ public final class NexmarkReport {
                         any.get("option.checkpoint-interval").getAsString(),
                         any.get("option.managed-memory").getAsString(),
                         any.get("option.mini-batch").getAsString(),
-                        warmUpEvents(any) > 0
-                                ? String.format(
-                                        Locale.ROOT,
-                                        ", each measured job after an unmeasured warm-up job of"
-                                                + " %,d events in the same JVM",
-                                        warmUpEvents(any))
-                                : ""));
+                        warmUp));
         if (!machine.isBlank()) {
             md.append("```\n").append(machine.strip()).append("\n```\n\n");
         }
