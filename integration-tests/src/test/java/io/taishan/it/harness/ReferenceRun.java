@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.util.FileUtils;
 
 /**
  * The final state of one uninterrupted run on {@code HashMapStateBackend}, what every scenario is
@@ -37,7 +38,7 @@ public final class ReferenceRun {
             CACHE.put(schedule, states);
             return states;
         } finally {
-            TempDirs.deleteQuietly(workDir);
+            FileUtils.deleteDirectoryQuietly(workDir.toFile());
         }
     }
 }

@@ -21,6 +21,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.StateBackendOptions;
+import org.apache.flink.util.FileUtils;
 
 /**
  * The Taishan backend on a cluster of named kv-server nodes ({@code kv1, kv2, ...}), each a child
@@ -88,7 +89,7 @@ public final class TaishanClusterFixture implements BackendFixture {
         if (process != null) {
             process.kill();
         }
-        TempDirs.deleteQuietly(node.dataDir());
+        FileUtils.deleteDirectoryQuietly(node.dataDir().toFile());
         if (Files.exists(node.dataDir())) {
             throw new IOException("could not delete " + node.dataDir());
         }
