@@ -70,20 +70,23 @@ public final class PendingWrites {
     /** Reused for lookups, which all run under the queue's lock. */
     private final Key probe = new Key();
 
-    /** Returns the key as indexed, for the segment to remember. */
-    Key put(byte[] key, byte[] value, long segment) {
+    /**
+     * Returns the key's entry, for the segment to remember: its acknowledgement then reaches the
+     * entry without a second lookup.
+     */
+    Entry put(byte[] key, byte[] value, long segment) {
         Entry entry = entryFor(key);
         entry.setValue(value, segment);
-        return entry.key;
+        return entry;
     }
 
-    Key delete(byte[] key, long segment) {
+    Entry delete(byte[] key, long segment) {
         Entry entry = entryFor(key);
         entry.setAbsent(segment);
-        return entry.key;
+        return entry;
     }
 
-    Key append(byte[] key, byte[] operand, long segment) {
+    Entry append(byte[] key, byte[] operand, long segment) {
         Entry entry = existing(key);
         if (entry == null) {
             entry = entryFor(key);
@@ -95,7 +98,7 @@ public final class PendingWrites {
         } else {
             entry.append(operand, segment);
         }
-        return entry.key;
+        return entry;
     }
 
     /** {@code end} empty means to the end of the key space. */
@@ -108,6 +111,7 @@ public final class PendingWrites {
         for (Iterator<Entry> it = inside.values().iterator(); it.hasNext(); ) {
             Entry entry = it.next();
             byKey.remove(entry.key);
+            entry.indexed = false;
             it.remove();
         }
         ranges.add(new RangeDelete(begin, end, segment));
@@ -159,12 +163,13 @@ public final class PendingWrites {
     }
 
     /** The server has applied every segment up to and including {@code segment}. */
-    void acknowledged(long segment, List<Key> keysOfSegment) {
-        for (Key key : keysOfSegment) {
-            Entry entry = byKey.get(key);
-            // Another entry for the same bytes may have replaced it since (after a range delete).
-            if (entry != null && entry.acknowledged(segment)) {
+    void acknowledged(long segment, List<Entry> entriesOfSegment) {
+        for (Entry entry : entriesOfSegment) {
+            // Gone already: acknowledged for an earlier op of this segment, or removed by a range
+            // delete (a newer entry for the same bytes is then in the list of its own segment).
+            if (entry.indexed && entry.acknowledged(segment)) {
                 byKey.remove(entry.key);
+                entry.indexed = false;
                 if (entry.inTree) {
                     sorted.remove(entry.key.bytes);
                 } else {
@@ -279,6 +284,9 @@ public final class PendingWrites {
 
         /** Acknowledged (no longer in {@code byKey}) before it reached the tree. */
         private boolean dropped;
+
+        /** In {@code byKey}: neither acknowledged nor removed by a range delete yet. */
+        private boolean indexed = true;
 
         private Entry(Key key) {
             this.key = key;

@@ -145,7 +145,7 @@ public final class WriteBatchQueue
             } else {
                 segment.batch.put(lease, key, value);
             }
-            segment.keys.add(pending.put(key, value, segment.id));
+            segment.entries.add(pending.put(key, value, segment.id));
             added(segment, key.length + value.length);
         }
     }
@@ -158,7 +158,7 @@ public final class WriteBatchQueue
         synchronized (lock) {
             Segment segment = segmentFor(key, value);
             segment.batch.putScanOnly(lease, key, value);
-            segment.keys.add(pending.put(key, value, segment.id));
+            segment.entries.add(pending.put(key, value, segment.id));
             added(segment, key.length + value.length);
         }
     }
@@ -167,7 +167,7 @@ public final class WriteBatchQueue
         synchronized (lock) {
             Segment segment = segmentFor(key, null);
             segment.batch.delete(lease, key);
-            segment.keys.add(pending.delete(key, segment.id));
+            segment.entries.add(pending.delete(key, segment.id));
             added(segment, key.length);
         }
     }
@@ -181,7 +181,7 @@ public final class WriteBatchQueue
             } else {
                 segment.batch.append(lease, key, value);
             }
-            segment.keys.add(pending.append(key, value, segment.id));
+            segment.entries.add(pending.append(key, value, segment.id));
             added(segment, key.length + value.length);
         }
     }
@@ -505,15 +505,16 @@ public final class WriteBatchQueue
                 lock.notifyAll();
                 return;
             }
-            pending.acknowledged(segment.id, segment.keys);
             acknowledgedUpTo = segment.id;
             heldBytes -= segment.bytes;
-            if (segment.snapshotsTaken != null) {
-                segment.snapshotsTaken.complete(result.snapshots());
-            }
+            // The next batch goes before the index is cleaned up: the server applies it meanwhile.
             Segment next = sealed.peekFirst();
             if (next != null) {
                 send(next);
+            }
+            pending.acknowledged(segment.id, segment.entries);
+            if (segment.snapshotsTaken != null) {
+                segment.snapshotsTaken.complete(result.snapshots());
             }
             lock.notifyAll();
         }
@@ -551,11 +552,11 @@ public final class WriteBatchQueue
         }
     }
 
-    /** A batch, its id, and the keys it touched (for the index, when it is acknowledged). */
+    /** A batch, its id, and the index entries it touched (for the index, when acknowledged). */
     private static final class Segment {
         final long id;
         final WriteBatch batch;
-        final List<PendingWrites.Key> keys = new ArrayList<>();
+        final List<PendingWrites.Entry> entries = new ArrayList<>();
         int opCount;
         long bytes;
         long sentAtNanos;

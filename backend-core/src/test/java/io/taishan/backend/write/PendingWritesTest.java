@@ -27,14 +27,14 @@ class PendingWritesTest {
     void pointWritesAcknowledgedBeforeAnyRangeQueryNeverEnterTheSortedIndex() {
         PendingWrites pending = new PendingWrites();
         for (long segment = 0; segment < 50; segment++) {
-            List<PendingWrites.Key> keys = new ArrayList<>();
+            List<PendingWrites.Entry> entries = new ArrayList<>();
             for (int i = 0; i < 1_000; i++) {
-                keys.add(pending.put(key((int) (segment * 1_000 + i)), value(i), segment));
+                entries.add(pending.put(key((int) (segment * 1_000 + i)), value(i), segment));
             }
             assertThat(pending.lookup(key((int) (segment * 1_000))).effect())
                     .isEqualTo(Effect.VALUE);
             assertThat(pending.sortedSize()).as("sorted entries, %d pending", 1_000).isZero();
-            pending.acknowledged(segment, keys);
+            pending.acknowledged(segment, entries);
         }
         assertThat(pending.size()).isZero();
         assertThat(pending.sortedSize()).isZero();
@@ -53,26 +53,26 @@ class PendingWritesTest {
         // The model: what the server holds (acknowledged segments applied), and each segment's ops.
         TreeMap<String, String> server = new TreeMap<>();
         List<List<Object[]>> segments = new ArrayList<>();
-        List<List<PendingWrites.Key>> segmentKeys = new ArrayList<>();
+        List<List<PendingWrites.Entry>> segmentEntries = new ArrayList<>();
         int acknowledged = -1;
         int segment = 0;
         segments.add(new ArrayList<>());
-        segmentKeys.add(new ArrayList<>());
+        segmentEntries.add(new ArrayList<>());
         for (int op = 0; op < 20_000; op++) {
             int choice = random.nextInt(100);
             byte[] key = key(random.nextInt(300));
             List<Object[]> ops = segments.get(segment);
-            List<PendingWrites.Key> keys = segmentKeys.get(segment);
+            List<PendingWrites.Entry> entries = segmentEntries.get(segment);
             if (choice < 40) {
                 byte[] value = value(random.nextInt(1000));
-                keys.add(pending.put(key, value, segment));
+                entries.add(pending.put(key, value, segment));
                 ops.add(new Object[] {"put", name(key), str(value)});
             } else if (choice < 50) {
-                keys.add(pending.delete(key, segment));
+                entries.add(pending.delete(key, segment));
                 ops.add(new Object[] {"delete", name(key)});
             } else if (choice < 60) {
                 byte[] operand = value(random.nextInt(1000));
-                keys.add(pending.append(key, operand, segment));
+                entries.add(pending.append(key, operand, segment));
                 ops.add(new Object[] {"append", name(key), str(operand)});
             } else if (choice < 62) {
                 int from = random.nextInt(300);
@@ -84,10 +84,10 @@ class PendingWritesTest {
             } else if (choice < 70) {
                 segment++;
                 segments.add(new ArrayList<>());
-                segmentKeys.add(new ArrayList<>());
+                segmentEntries.add(new ArrayList<>());
             } else if (choice < 78 && acknowledged < segment - 1) {
                 acknowledged++;
-                pending.acknowledged(acknowledged, segmentKeys.get(acknowledged));
+                pending.acknowledged(acknowledged, segmentEntries.get(acknowledged));
                 for (Object[] o : segments.get(acknowledged)) {
                     apply(o, server);
                 }
@@ -101,16 +101,16 @@ class PendingWritesTest {
                 byte[] start = key(from);
                 byte[] end = key(from + random.nextInt(60));
                 TreeMap<String, String> current = current(server, segments, acknowledged);
-                Map<String, PendingWrites.Entry> entries = new HashMap<>();
+                Map<String, PendingWrites.Entry> inRange = new HashMap<>();
                 for (PendingWrites.Entry entry : pending.entries(start, end).values()) {
-                    entries.put(name(entry.key()), entry);
+                    inRange.put(name(entry.key()), entry);
                 }
                 for (int k = from; k < from + 60; k++) {
                     String name = name(key(k));
                     if (name.compareTo(name(end)) >= 0) {
                         break;
                     }
-                    PendingWrites.Entry entry = entries.get(name);
+                    PendingWrites.Entry entry = inRange.get(name);
                     String got =
                             entry != null
                                     ? str(entry.applyTo(bytes(server.get(name))))

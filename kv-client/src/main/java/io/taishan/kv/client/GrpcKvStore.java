@@ -868,9 +868,9 @@ final class GrpcKvStore
             return WriteResult.EMPTY;
         }
         List<ShardWrite> shardWrites = batch.shardWrites();
-        splitter.checkOps(shardWrites);
+        checkOps(batch, shardWrites);
         TableInfo info = router.tableInfo(batch.table());
-        if (hasChunkedValues(shardWrites)) {
+        if (hasChunkedValues(batch)) {
             return await(sendWrites(batch, info, shardWrites), "Write(" + batch.table() + ")");
         }
         List<RoutedWrite> writes = route(batch, info, shardWrites);
@@ -908,7 +908,7 @@ final class GrpcKvStore
                 return CompletableFuture.completedFuture(WriteResult.EMPTY);
             }
             List<ShardWrite> shardWrites = batch.shardWrites();
-            splitter.checkOps(shardWrites);
+            checkOps(batch, shardWrites);
             TableInfo known = router.known(batch.table());
             if (!router.needsShardCounts() || known != null) {
                 return sendWrites(batch, known, shardWrites);
@@ -951,22 +951,26 @@ final class GrpcKvStore
     private CompletableFuture<WriteResult> sendWrites(
             WriteBatch batch, @Nullable TableInfo info, List<ShardWrite> shardWrites) {
         String table = batch.table();
-        if (!hasChunkedValues(shardWrites)) {
+        if (!hasChunkedValues(batch)) {
             return send(table, shardWrites, route(batch, info, shardWrites));
         }
         return stageChunkedValues(batch, info, shardWrites)
                 .thenCompose(staged -> send(table, staged, route(batch, info, staged)));
     }
 
-    private boolean hasChunkedValues(List<ShardWrite> shardWrites) {
-        for (ShardWrite w : shardWrites) {
-            for (WriteOp op : w.getOpsList()) {
-                if (chunkedValue(op) != null) {
-                    return true;
-                }
-            }
+    /**
+     * Checks every op against the server's limits, one by one only when the batch's largest key or
+     * value is over them: a batch within both (nearly every one) is not walked.
+     */
+    private void checkOps(WriteBatch batch, List<ShardWrite> shardWrites) {
+        if (batch.largestKeyBytes() > limits.maxKeyBytes()
+                || batch.largestValueBytes() > limits.maxValueBytes()) {
+            splitter.checkOps(shardWrites);
         }
-        return false;
+    }
+
+    private boolean hasChunkedValues(WriteBatch batch) {
+        return limits.chunked(batch.largestValueBytes());
     }
 
     /** The value of a put or append too large to go inline, else null. */

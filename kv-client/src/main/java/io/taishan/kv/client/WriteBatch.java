@@ -42,6 +42,15 @@ public final class WriteBatch {
     private int opCount;
     private long estimatedBytes;
 
+    /**
+     * The largest key (a range delete's bounds included) and value added: a sender whose limits
+     * both meet needs no look at the ops one by one, neither to check them nor to find values too
+     * large to go inline.
+     */
+    private int largestKey;
+
+    private int largestValue;
+
     public WriteBatch(String table) {
         this.table = table;
     }
@@ -80,6 +89,7 @@ public final class WriteBatch {
     }
 
     public WriteBatch delete(ShardLease lease, byte[] key) {
+        sized(key.length, 0);
         return add(
                 lease,
                 WriteOp.newBuilder()
@@ -90,6 +100,7 @@ public final class WriteBatch {
 
     /** Deletes every key in {@code [beginKey, endKey)}. */
     public WriteBatch deleteRange(ShardLease lease, byte[] beginKey, byte[] endKey) {
+        sized(Math.max(beginKey.length, endKey.length), 0);
         return add(
                 lease,
                 WriteOp.newBuilder()
@@ -110,6 +121,7 @@ public final class WriteBatch {
     }
 
     private WriteBatch addPut(ShardLease lease, byte[] key, ByteString value, boolean scanOnly) {
+        sized(key.length, value.size());
         Put.Builder put = Put.newBuilder().setKey(ByteString.copyFrom(key)).setValue(value);
         if (scanOnly) {
             put.setScanOnly(true);
@@ -121,6 +133,7 @@ public final class WriteBatch {
     }
 
     private WriteBatch addAppend(ShardLease lease, byte[] key, ByteString value) {
+        sized(key.length, value.size());
         return add(
                 lease,
                 WriteOp.newBuilder()
@@ -158,6 +171,16 @@ public final class WriteBatch {
         return estimatedBytes;
     }
 
+    /** The largest key of any op, in bytes (a range delete counts its bounds). */
+    int largestKeyBytes() {
+        return largestKey;
+    }
+
+    /** The largest value of any put or append, in bytes. */
+    int largestValueBytes() {
+        return largestValue;
+    }
+
     /** The shards touched, in first-touch order. */
     public List<Integer> shards() {
         return new ArrayList<>(shards.keySet());
@@ -175,6 +198,11 @@ public final class WriteBatch {
     @Nullable
     ShardLease leaseOf(int shard) {
         return leases.get(shard);
+    }
+
+    private void sized(int keyBytes, int valueBytes) {
+        largestKey = Math.max(largestKey, keyBytes);
+        largestValue = Math.max(largestValue, valueBytes);
     }
 
     private WriteBatch add(ShardLease lease, WriteOp op, int payloadBytes) {

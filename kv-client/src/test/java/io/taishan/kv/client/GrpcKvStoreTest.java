@@ -254,6 +254,21 @@ class GrpcKvStoreTest {
                 .hasMessageContaining("limit of 32 bytes");
         assertThatThrownBy(() -> store.multiGet(lease, List.of(b("ok"), new byte[33])))
                 .isInstanceOf(LimitExceededException.class);
+        // Sent without waiting, behind ops within the limits, each kind of op is checked too.
+        WriteBatch rangeEndTooLong =
+                new WriteBatch("t")
+                        .put(lease, b("k"), b("v"))
+                        .deleteRange(lease, b("a"), new byte[33]);
+        assertThatThrownBy(() -> store.writeAsync(rangeEndTooLong).get())
+                .cause()
+                .isInstanceOf(LimitExceededException.class)
+                .hasMessageContaining("delete-range end");
+        WriteBatch appendTooLarge =
+                new WriteBatch("t").put(lease, b("k"), b("v")).append(lease, b("k"), new byte[257]);
+        assertThatThrownBy(() -> store.writeAsync(appendTooLarge).get())
+                .cause()
+                .isInstanceOf(LimitExceededException.class)
+                .hasMessageContaining("value of 257 bytes (append");
         assertThat(server.calls("Write")).isZero();
         assertThat(server.calls("MultiGet")).isZero();
         LimitExceededException e =
