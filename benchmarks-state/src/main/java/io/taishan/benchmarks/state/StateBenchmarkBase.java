@@ -221,13 +221,24 @@ public abstract class StateBenchmarkBase {
      */
     final void begin(RpcCounters counters) {
         if (!counters.started()) {
-            counters.start(underTest.rpcs(metrics));
+            counters.start(underTest.rpcs(metrics), cpuClocks());
         }
     }
 
     /** Closes an invocation's count: its operations and the server calls made so far. */
     final void counted(RpcCounters counters, int operations) {
-        counters.add(operations, underTest.rpcs(metrics));
+        counters.add(operations, underTest.rpcs(metrics), cpuClocks());
+    }
+
+    @Nullable private CpuClocks cpuClocks;
+
+    /** Made again when the state's process changed ({@link BackendUnderTest#loseNode}). */
+    private CpuClocks cpuClocks() {
+        long pid = underTest.stateHome().pid();
+        if (cpuClocks == null || cpuClocks.pid() != pid) {
+            cpuClocks = new CpuClocks(pid);
+        }
+        return cpuClocks;
     }
 
     @TearDown

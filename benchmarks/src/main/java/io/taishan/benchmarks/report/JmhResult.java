@@ -13,8 +13,9 @@ import java.util.List;
 /**
  * One result of JMH's JSON output ({@code -rf json}, or {@code StateSuite --json}) for the state
  * suite: the benchmark, its parameters, the primary score and the sums of the {@code RpcCounters}
- * over the measured iterations. {@code run} names the JVM it ran in: each side of the comparison
- * has its own HashMap baseline.
+ * over the measured iterations (operations, RPCs, and the CPU time of the task's JVM and of the
+ * kv-server over {@code cpuOps} of those operations). {@code run} names the JVM it ran in: each
+ * side of the comparison has its own HashMap baseline.
  */
 record JmhResult(
         String run,
@@ -31,7 +32,10 @@ record JmhResult(
         int iterations,
         double ops,
         double readRpcs,
-        double rpcs) {
+        double rpcs,
+        double cpuOps,
+        double taskJvmCpuNanos,
+        double stateProcessCpuNanos) {
 
     static List<JmhResult> read(String run, Path json) throws IOException {
         List<JmhResult> results = new ArrayList<>();
@@ -59,7 +63,10 @@ record JmhResult(
                                 primary.getAsJsonArray("rawData").get(0).getAsJsonArray().size(),
                                 sum(secondary, "ops"),
                                 sum(secondary, "readRpcs"),
-                                sum(secondary, "rpcs")));
+                                sum(secondary, "rpcs"),
+                                sum(secondary, "cpuOps"),
+                                sum(secondary, "taskJvmCpuNanos"),
+                                sum(secondary, "stateProcessCpuNanos")));
             }
         }
         return results;
@@ -89,6 +96,16 @@ record JmhResult(
 
     double rpcsPerThousand() {
         return remote() && ops > 0 ? rpcs * 1000 / ops : Double.NaN;
+    }
+
+    /** CPU µs of the task's JVM per operation; NaN where the run did not measure it. */
+    double taskJvmCpuMicrosPerOp() {
+        return cpuOps > 0 ? taskJvmCpuNanos / 1000 / cpuOps : Double.NaN;
+    }
+
+    /** CPU µs of the kv-server per operation; NaN for a backend without one, or not measured. */
+    double serverCpuMicrosPerOp() {
+        return remote() && cpuOps > 0 ? stateProcessCpuNanos / 1000 / cpuOps : Double.NaN;
     }
 
     /** The column a result goes in: a backend, Taishan by cache, HashMap by the run it was in. */

@@ -303,12 +303,16 @@ public final class StateReport {
                         + " own JVM first, which cancels most of the machine's load when the two"
                         + " runs met different load. × HashMap: against the HashMap of the same"
                         + " JVM. RPCs per 1,000 operations: read calls (Get, MultiGet, Scan) / all"
-                        + " calls, from the backend's `taishan.rpc.<kind>.count` metrics.");
+                        + " calls, from the backend's `taishan.rpc.<kind>.count` metrics. CPU µs"
+                        + " per op: the CPU time of the benchmark's JVM (the task's side: task"
+                        + " thread, the backend's threads, RocksDB's flushes and compactions, JIT,"
+                        + " GC) and of Taishan's kv-server child, per operation measured.");
         line("");
         line(
                 "| benchmark | backend | ops/ms | × RocksDB | × RocksDB (norm.) | × HashMap |"
-                        + " read RPCs / 1,000 ops | all RPCs / 1,000 ops |");
-        line("|---|---|--:|--:|--:|--:|--:|--:|");
+                        + " read RPCs / 1,000 ops | all RPCs / 1,000 ops | task JVM CPU µs / op |"
+                        + " kv-server CPU µs / op |");
+        line("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
         for (String benchmark : throughputBenchmarks()) {
             for (String variant : rows) {
                 Optional<JmhResult> found = find(benchmark, access, variant);
@@ -330,9 +334,13 @@ public final class StateReport {
                                 + " | "
                                 + vsHashMap(r).text()
                                 + " | "
-                                + perThousand(r.readRpcsPerThousand())
+                                + numberOrDash(r.readRpcsPerThousand())
                                 + " | "
-                                + perThousand(r.rpcsPerThousand())
+                                + numberOrDash(r.rpcsPerThousand())
+                                + " | "
+                                + numberOrDash(r.taskJvmCpuMicrosPerOp())
+                                + " | "
+                                + numberOrDash(r.serverCpuMicrosPerOp())
                                 + " |");
             }
         }
@@ -481,9 +489,9 @@ public final class StateReport {
                                     + " "
                                     + cached.substring(TAISHAN.length() + 1)
                                     + ": "
-                                    + perThousand(after)
+                                    + numberOrDash(after)
                                     + " vs "
-                                    + perThousand(before);
+                                    + numberOrDash(before);
                     (after >= 0.99 * before ? inert : active).add(what);
                 }
             }
@@ -649,7 +657,7 @@ public final class StateReport {
         return number(value) + "×";
     }
 
-    static String perThousand(double value) {
+    static String numberOrDash(double value) {
         return Double.isNaN(value) ? "–" : number(value);
     }
 
