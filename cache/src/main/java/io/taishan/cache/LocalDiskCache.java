@@ -32,6 +32,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Stream;
 import javax.annotation.Nullable;
+import javax.annotation.concurrent.GuardedBy;
+import org.h2.mvstore.Cursor;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 import org.h2.mvstore.type.ByteArrayDataType;
@@ -73,10 +75,17 @@ import org.slf4j.LoggerFactory;
  * for a random key of a 128 MB segment: a page read from the file, usually from the OS page cache,
  * when it is not in the segment's {@value #PAGE_CACHE_MB_PER_SEGMENT} MiB page cache; measured with
  * a 4 MiB one). A memtable is 1/{@value #MEMTABLE_SHARE} of the tier, at most 32 MiB, so a tier of
- * up to 2 GiB has at most {@value #MEMTABLE_SHARE} segments and a larger one proportionally more (a
- * miss probes each one's Bloom filter, and each has its page cache: merging old segments is not
- * done). If the flush thread falls {@value #MAX_FROZEN} memtables behind, writers wait for it: the
- * heap holds at most {@code 1 + MAX_FROZEN} memtables (96 MiB for the largest).
+ * up to 2 GiB has at most about {@value #MEMTABLE_SHARE} segments. A larger one would have
+ * proportionally more (3,200 for 100 GiB, each with its page cache on the heap and its Bloom filter
+ * probed by every miss), so once there are more than {@value #MEMTABLE_SHARE}, a thread of its own
+ * merges {@value #MERGE_WIDTH} adjacent segments under 1/{@value #MEMTABLE_SHARE} of the tier into
+ * one, the run with the fewest bytes first (size-tiered: each entry is rewritten about
+ * log<sub>{@value #MERGE_WIDTH}</sub>(tier / 64 / memtable) times, 2 for 100 GiB), keeping the
+ * newest entry of each key, tombstones included (an older segment outside the run may hold the
+ * key). A get keeps using the old segments until the merged one replaces them; the merge is given
+ * up if one of them was evicted meanwhile. If the flush thread falls {@value #MAX_FROZEN} memtables
+ * behind, writers wait for it: the heap holds at most {@code 1 + MAX_FROZEN} memtables (96 MiB for
+ * the largest).
  *
  * <p><b>Consistency.</b> Writes of one key must be ordered (one thread at a time, or ordered by the
  * caller), as for every {@link StateCache}. A frozen memtable stays readable until its segment is
@@ -96,6 +105,9 @@ public final class LocalDiskCache implements AutoCloseable {
 
     /** Frozen memtables waiting for the flush thread before writers wait. */
     static final int MAX_FROZEN = 2;
+
+    /** Adjacent segments merged into one. */
+    static final int MERGE_WIDTH = 8;
 
     /**
      * MVStore's cache of deserialized pages, per segment: enough for the inner nodes of a full
@@ -158,6 +170,17 @@ public final class LocalDiskCache implements AutoCloseable {
     private final InstantSource clock;
     private final ExecutorService flusher;
 
+    /** Merges small segments, off the flush thread so that writers never wait for a merge. */
+    private final ExecutorService merger;
+
+    /** A segment smaller than this may be merged. */
+    private final long mergeBelowBytes;
+
+    /** Under {@link #layoutLock}: a merge is queued or running. */
+    private boolean merging;
+
+    private final AtomicLong merges = new AtomicLong();
+
     private final Object layoutLock = new Object();
 
     /** Replaced whole under {@link #layoutLock}, read without a lock. */
@@ -184,9 +207,15 @@ public final class LocalDiskCache implements AutoCloseable {
      * @throws UncheckedIOException if the directory cannot be made or locked
      */
     LocalDiskCache(Spec spec, InstantSource clock) {
+        this(spec, clock, Math.min(MAX_MEMTABLE_BYTES, spec.maxBytes() / MEMTABLE_SHARE));
+    }
+
+    /** With memtables of {@code memtableBytes}: a test makes many segments of a small tier so. */
+    LocalDiskCache(Spec spec, InstantSource clock, long memtableBytes) {
         this.spec = spec;
         this.clock = clock;
-        this.memtableBytes = Math.min(MAX_MEMTABLE_BYTES, spec.maxBytes() / MEMTABLE_SHARE);
+        this.memtableBytes = memtableBytes;
+        this.mergeBelowBytes = spec.maxBytes() / MEMTABLE_SHARE;
         Path base = Path.of(spec.directory()).toAbsolutePath();
         try {
             Files.createDirectories(base);
@@ -206,21 +235,21 @@ public final class LocalDiskCache implements AutoCloseable {
                             + e.getMessage(),
                     e);
         }
-        flusher =
-                Executors.newSingleThreadExecutor(
-                        r -> {
-                            Thread t = new Thread(r, "taishan-local-cache-flush");
-                            t.setDaemon(true);
-                            // Not the context loader of the job whose subtask opened the tier: the
-                            // tier outlives that job.
-                            t.setContextClassLoader(LocalDiskCache.class.getClassLoader());
-                            return t;
-                        });
+        flusher = Executors.newSingleThreadExecutor(r -> tierThread(r, "flush"));
+        merger = Executors.newSingleThreadExecutor(r -> tierThread(r, "merge"));
         LOG.info(
                 "Local state cache in {}, up to {} MiB, memtables of {} KiB",
                 directory,
                 spec.maxBytes() >> 20,
                 memtableBytes >> 10);
+    }
+
+    private static Thread tierThread(Runnable r, String job) {
+        Thread t = new Thread(r, "taishan-local-cache-" + job);
+        t.setDaemon(true);
+        // Not the context loader of the job whose subtask opened the tier: the tier outlives it.
+        t.setContextClassLoader(LocalDiskCache.class.getClassLoader());
+        return t;
     }
 
     /** This tier's own directory. */
@@ -343,7 +372,8 @@ public final class LocalDiskCache implements AutoCloseable {
         }
         Segment segment = null;
         try {
-            segment = Segment.write(directory.resolve("segment-" + nextSegment++ + ".mv"), frozen);
+            segment =
+                    Segment.write(directory.resolve("segment-" + nextSegmentId() + ".mv"), frozen);
         } catch (RuntimeException e) {
             if (isClosed()) {
                 return;
@@ -382,11 +412,125 @@ public final class LocalDiskCache implements AutoCloseable {
             }
             layout = new Layout(l.memtable(), List.copyOf(frozenLeft), List.copyOf(segments));
             layoutLock.notifyAll();
+            scheduleMergeIfDue();
         }
         for (Segment d : dropped) {
             evictions.addAndGet(d.entries);
             d.delete();
         }
+    }
+
+    @GuardedBy("layoutLock")
+    private void scheduleMergeIfDue() {
+        if (!merging && !closed && mergeRun(layout.segments()) >= 0) {
+            merging = true;
+            merger.execute(this::mergeOnce);
+        }
+    }
+
+    /**
+     * Where the run to merge starts in {@code segments} (newest first), or -1 if none is due: with
+     * more than {@value #MEMTABLE_SHARE} segments, the {@value #MERGE_WIDTH} adjacent ones, each
+     * under {@link #mergeBelowBytes}, with the fewest bytes together.
+     */
+    private int mergeRun(List<Segment> segments) {
+        if (segments.size() <= MEMTABLE_SHARE) {
+            return -1;
+        }
+        int best = -1;
+        long bestBytes = Long.MAX_VALUE;
+        long runBytes = 0;
+        int runLength = 0;
+        for (int i = 0; i < segments.size(); i++) {
+            Segment s = segments.get(i);
+            if (s.fileBytes >= mergeBelowBytes) {
+                runBytes = 0;
+                runLength = 0;
+                continue;
+            }
+            runBytes += s.fileBytes;
+            runLength++;
+            if (runLength > MERGE_WIDTH) {
+                runBytes -= segments.get(i - MERGE_WIDTH).fileBytes;
+                runLength = MERGE_WIDTH;
+            }
+            if (runLength == MERGE_WIDTH && runBytes < bestBytes) {
+                best = i - MERGE_WIDTH + 1;
+                bestBytes = runBytes;
+            }
+        }
+        return best;
+    }
+
+    /** On the merge thread: one due run becomes one segment; the next is scheduled, if any. */
+    private void mergeOnce() {
+        List<Segment> run;
+        synchronized (layoutLock) {
+            int from = closed ? -1 : mergeRun(layout.segments());
+            if (from < 0) {
+                merging = false;
+                layoutLock.notifyAll();
+                return;
+            }
+            run = List.copyOf(layout.segments().subList(from, from + MERGE_WIDTH));
+        }
+        Segment merged = null;
+        try {
+            merged = Segment.merge(directory.resolve("segment-" + nextSegmentId() + ".mv"), run);
+        } catch (RuntimeException e) {
+            // A segment of the run evicted (closed) meanwhile, or the disk failed: the run stays.
+            if (!isClosed() && stillIn(run)) {
+                LOG.warn("Could not merge segments of the local state cache in {}", directory, e);
+            }
+        }
+        int at;
+        synchronized (layoutLock) {
+            List<Segment> segments = layout.segments();
+            at = merged == null || closed ? -1 : indexOfRun(segments, run);
+            if (at >= 0) {
+                List<Segment> replaced = new ArrayList<>(segments.subList(0, at));
+                replaced.add(merged);
+                replaced.addAll(segments.subList(at + run.size(), segments.size()));
+                layout = new Layout(layout.memtable(), layout.frozen(), List.copyOf(replaced));
+                merges.incrementAndGet();
+            }
+            merging = false;
+            scheduleMergeIfDue();
+            layoutLock.notifyAll();
+        }
+        if (at < 0) {
+            if (merged != null) {
+                merged.delete();
+            }
+            return;
+        }
+        for (Segment s : run) {
+            s.delete();
+        }
+    }
+
+    private synchronized long nextSegmentId() {
+        return nextSegment++;
+    }
+
+    private boolean stillIn(List<Segment> run) {
+        synchronized (layoutLock) {
+            return indexOfRun(layout.segments(), run) >= 0;
+        }
+    }
+
+    /** Where {@code run} stands, whole and in order, in {@code segments}; -1 if it does not. */
+    private static int indexOfRun(List<Segment> segments, List<Segment> run) {
+        int at = segments.indexOf(run.get(0));
+        if (at < 0 || at + run.size() > segments.size()) {
+            return -1;
+        }
+        for (int i = 1; i < run.size(); i++) {
+            if (segments.get(at + i) != run.get(i)) {
+                return -1;
+            }
+        }
+        return at;
     }
 
     private boolean isClosed() {
@@ -409,6 +553,25 @@ public final class LocalDiskCache implements AutoCloseable {
                 layoutLock.wait();
             }
         }
+    }
+
+    /** Waits until every frozen memtable is a segment and no merge is due. For tests. */
+    void awaitFlushesAndMerges() throws InterruptedException {
+        synchronized (layoutLock) {
+            while (!closed && (!layout.frozen().isEmpty() || merging)) {
+                layoutLock.wait();
+            }
+        }
+    }
+
+    /** The segments now. For tests. */
+    int segmentCount() {
+        return layout.segments().size();
+    }
+
+    /** Merges made so far. For tests. */
+    long merges() {
+        return merges.get();
     }
 
     /**
@@ -458,13 +621,15 @@ public final class LocalDiskCache implements AutoCloseable {
             layout = new Layout(new Memtable(), List.of(), List.of());
             layoutLock.notifyAll();
         }
-        flusher.shutdownNow();
-        try {
-            if (!flusher.awaitTermination(10, TimeUnit.SECONDS)) {
-                LOG.warn("The local state cache's flush thread did not stop within 10 s");
+        for (ExecutorService thread : List.of(flusher, merger)) {
+            thread.shutdownNow();
+            try {
+                if (!thread.awaitTermination(10, TimeUnit.SECONDS)) {
+                    LOG.warn("A thread of the local state cache did not stop within 10 s");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
         for (Segment s : segments) {
             s.delete();
@@ -619,6 +784,80 @@ public final class LocalDiskCache implements AutoCloseable {
         }
 
         static Segment write(Path file, Memtable memtable) {
+            StoreKey[] sorted = memtable.sortedKeys();
+            return write(
+                    file,
+                    sorted.length,
+                    (map, keys) -> {
+                        for (StoreKey k : sorted) {
+                            map.put(k.bytes, memtable.map.get(k));
+                            keys.put(k.hash);
+                        }
+                    });
+        }
+
+        /**
+         * The entries of {@code run} (newest first) in one segment, the newest of each key: a merge
+         * of their key-ordered cursors.
+         */
+        static Segment merge(Path file, List<Segment> run) {
+            long entries = 0;
+            for (Segment s : run) {
+                entries += s.entries;
+            }
+            return write(
+                    file,
+                    entries,
+                    (map, keys) -> {
+                        List<Cursor<byte[], byte[]>> cursors = new ArrayList<>(run.size());
+                        for (Segment s : run) {
+                            Cursor<byte[], byte[]> c = s.map.cursor(null);
+                            if (c.hasNext()) {
+                                c.next();
+                                cursors.add(c);
+                            } else {
+                                cursors.add(null);
+                            }
+                        }
+                        while (true) {
+                            // The smallest key; of equal keys the newest segment's (lowest index).
+                            int newest = -1;
+                            for (int i = 0; i < cursors.size(); i++) {
+                                Cursor<byte[], byte[]> c = cursors.get(i);
+                                if (c != null
+                                        && (newest < 0
+                                                || Arrays.compareUnsigned(
+                                                                c.getKey(),
+                                                                cursors.get(newest).getKey())
+                                                        < 0)) {
+                                    newest = i;
+                                }
+                            }
+                            if (newest < 0) {
+                                return;
+                            }
+                            byte[] key = cursors.get(newest).getKey();
+                            map.put(key, cursors.get(newest).getValue());
+                            keys.put(KeyHash.hash(key));
+                            for (int i = 0; i < cursors.size(); i++) {
+                                Cursor<byte[], byte[]> c = cursors.get(i);
+                                if (c != null && Arrays.equals(c.getKey(), key)) {
+                                    if (c.hasNext()) {
+                                        c.next();
+                                    } else {
+                                        cursors.set(i, null);
+                                    }
+                                }
+                            }
+                        }
+                    });
+        }
+
+        private interface Filler {
+            void fill(MVMap<byte[], byte[]> map, BloomFilter keys);
+        }
+
+        private static Segment write(Path file, long expectedEntries, Filler filler) {
             MVStore store =
                     new MVStore.Builder()
                             .fileName(file.toString())
@@ -634,12 +873,8 @@ public final class LocalDiskCache implements AutoCloseable {
                                 new MVMap.Builder<byte[], byte[]>()
                                         .keyType(ByteArrayDataType.INSTANCE)
                                         .valueType(ByteArrayDataType.INSTANCE));
-                StoreKey[] sorted = memtable.sortedKeys();
-                BloomFilter keys = BloomFilter.create(Math.max(1, sorted.length), BLOOM_FPP);
-                for (StoreKey k : sorted) {
-                    map.put(k.bytes, memtable.map.get(k));
-                    keys.put(k.hash);
-                }
+                BloomFilter keys = BloomFilter.create(Math.max(1, expectedEntries), BLOOM_FPP);
+                filler.fill(map, keys);
                 store.commit();
                 return new Segment(file, store, map, keys);
             } catch (RuntimeException e) {
@@ -649,12 +884,25 @@ public final class LocalDiskCache implements AutoCloseable {
             }
         }
 
+        /** Set before the store closes: a get that raced it must not take its "no" for one. */
+        private volatile boolean deleted;
+
+        /**
+         * The key's entry, or null; throws if the segment was deleted meanwhile, since a closed
+         * store may answer null for a key it holds, and an older segment could then answer with an
+         * older entry (a merged run is deleted with older segments behind it).
+         */
         @Nullable
         byte[] get(StoreKey k) {
-            return keys.mightContain(k.hash) ? map.get(k.bytes) : null;
+            byte[] stored = keys.mightContain(k.hash) ? map.get(k.bytes) : null;
+            if (deleted) {
+                throw new IllegalStateException("segment " + file + " deleted during a get");
+            }
+            return stored;
         }
 
         void delete() {
+            deleted = true;
             store.closeImmediately();
             deleteQuietly(file);
         }
