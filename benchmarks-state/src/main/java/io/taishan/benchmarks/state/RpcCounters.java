@@ -18,8 +18,8 @@ import org.openjdk.jmh.annotations.State;
  * backend's own threads, JIT and GC) and, for a backend whose state lives in another process (the
  * kv-server child), that process's, both over the same {@link #cpuOps} operations. The clocks are
  * read at most every {@value #CPU_READ_INTERVAL_MILLIS} ms (the other process's through {@code
- * /proc}, in its 10 ms ticks), a few file reads against the thousands of operations in
- * between; the operations after the last reading of an iteration are left out of all three.
+ * /proc}, in its 10 ms ticks), a few file reads against the thousands of operations in between; the
+ * operations after the last reading of an iteration are left out of all three.
  */
 @State(Scope.Thread)
 @AuxCounters(AuxCounters.Type.EVENTS)
