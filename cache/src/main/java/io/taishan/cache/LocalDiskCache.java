@@ -186,7 +186,7 @@ public final class LocalDiskCache implements AutoCloseable {
     /** Replaced whole under {@link #layoutLock}, read without a lock. */
     private volatile Layout layout = new Layout(new Memtable(), List.of(), List.of());
 
-    private long nextSegment;
+    private final AtomicLong nextSegment = new AtomicLong();
     private boolean closed;
 
     private final LongAdder hits = new LongAdder();
@@ -373,7 +373,9 @@ public final class LocalDiskCache implements AutoCloseable {
         Segment segment = null;
         try {
             segment =
-                    Segment.write(directory.resolve("segment-" + nextSegmentId() + ".mv"), frozen);
+                    Segment.write(
+                            directory.resolve("segment-" + nextSegment.getAndIncrement() + ".mv"),
+                            frozen);
         } catch (RuntimeException e) {
             if (isClosed()) {
                 return;
@@ -476,7 +478,10 @@ public final class LocalDiskCache implements AutoCloseable {
         }
         Segment merged = null;
         try {
-            merged = Segment.merge(directory.resolve("segment-" + nextSegmentId() + ".mv"), run);
+            merged =
+                    Segment.merge(
+                            directory.resolve("segment-" + nextSegment.getAndIncrement() + ".mv"),
+                            run);
         } catch (RuntimeException e) {
             // A segment of the run evicted (closed) meanwhile, or the disk failed: the run stays.
             if (!isClosed() && stillIn(run)) {
@@ -507,10 +512,6 @@ public final class LocalDiskCache implements AutoCloseable {
         for (Segment s : run) {
             s.delete();
         }
-    }
-
-    private synchronized long nextSegmentId() {
-        return nextSegment++;
     }
 
     private boolean stillIn(List<Segment> run) {

@@ -19,20 +19,14 @@ final class CpuClocks {
 
     private final com.sun.management.OperatingSystemMXBean os =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-    private final long pid;
     @Nullable private final ProcessHandle stateProcess;
 
     /** {@code stateProcessPid}: this JVM's own pid for a backend that keeps state here. */
     CpuClocks(long stateProcessPid) {
-        this.pid = stateProcessPid;
         this.stateProcess =
                 stateProcessPid == ProcessHandle.current().pid()
                         ? null
                         : ProcessHandle.of(stateProcessPid).orElse(null);
-    }
-
-    long pid() {
-        return pid;
     }
 
     Reading read() {

@@ -123,6 +123,10 @@ public abstract class StateBenchmarkBase {
 
     @Nullable private CheckpointableKeyedStateBackend<Long> current;
     @Nullable private CapturingMetricGroup metrics;
+
+    /** The CPU clocks of this JVM and of the trial's state process, which a trial keeps. */
+    private CpuClocks cpuClocks;
+
     @Nullable private CloseableRegistry cancelStreamRegistry;
 
     /** What this benchmark loads, for sizing the read cache. */
@@ -138,6 +142,7 @@ public abstract class StateBenchmarkBase {
             throw new IllegalArgumentException(backend + " has no read cache: use cache=none");
         }
         underTest = provider.open(backend, new BackendSettings(readCache, workDir));
+        cpuClocks = new CpuClocks(underTest.stateHome().pid());
         System.out.printf("(%s; %s) ", underTest.description(), access);
         keyedStateBackend = openKeyedBackend(List.of());
     }
@@ -221,24 +226,13 @@ public abstract class StateBenchmarkBase {
      */
     final void begin(RpcCounters counters) {
         if (!counters.started()) {
-            counters.start(underTest.rpcs(metrics), cpuClocks());
+            counters.start(underTest.rpcs(metrics), cpuClocks);
         }
     }
 
     /** Closes an invocation's count: its operations and the server calls made so far. */
     final void counted(RpcCounters counters, int operations) {
-        counters.add(operations, underTest.rpcs(metrics), cpuClocks());
-    }
-
-    @Nullable private CpuClocks cpuClocks;
-
-    /** Made again when the state's process changed ({@link BackendUnderTest#loseNode}). */
-    private CpuClocks cpuClocks() {
-        long pid = underTest.stateHome().pid();
-        if (cpuClocks == null || cpuClocks.pid() != pid) {
-            cpuClocks = new CpuClocks(pid);
-        }
-        return cpuClocks;
+        counters.add(operations, underTest.rpcs(metrics), cpuClocks);
     }
 
     @TearDown
