@@ -1,5 +1,7 @@
 package io.taishan.backend;
 
+import io.taishan.backend.flink.StateTracking;
+import io.taishan.backend.flink.TaishanKeyedStateBackendBase;
 import io.taishan.backend.iterator.StateKeyStreams;
 import io.taishan.backend.read.FilterLoader;
 import io.taishan.backend.read.ReadMetrics;
@@ -43,7 +45,6 @@ import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.checkpoint.SavepointType;
 import org.apache.flink.runtime.checkpoint.SnapshotType;
 import org.apache.flink.runtime.query.TaskKvStateRegistry;
-import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.CompositeKeySerializationUtils;
 import org.apache.flink.runtime.state.HeapPriorityQueuesManager;
@@ -63,7 +64,6 @@ import org.apache.flink.runtime.state.heap.HeapPriorityQueueElement;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSnapshotRestoreWrapper;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueStateSnapshot;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
-import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.IOUtils;
 
@@ -79,7 +79,7 @@ import org.apache.flink.util.IOUtils;
  * checkpoints ({@link TaishanSnapshotStrategy}, package {@code snapshot}); the restore happened in
  * the builder ({@link TaishanKeyedStateBackendBuilder}, package {@code restore}).
  */
-public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
+public class TaishanKeyedStateBackend<K> extends TaishanKeyedStateBackendBase<K> {
 
     /** What the builder made for the backend, handed over whole. */
     record Parts(
@@ -123,7 +123,7 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
             ClassLoader userCodeClassLoader,
             ExecutionConfig executionConfig,
             TtlTimeProvider ttlTimeProvider,
-            LatencyTrackingStateConfig latencyTrackingStateConfig,
+            StateTracking stateTracking,
             CloseableRegistry cancelStreamRegistry,
             StreamCompressionDecorator keyGroupCompressionDecorator,
             InternalKeyContext<K> keyContext,
@@ -134,7 +134,7 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
                 userCodeClassLoader,
                 executionConfig,
                 ttlTimeProvider,
-                latencyTrackingStateConfig,
+                stateTracking,
                 cancelStreamRegistry,
                 keyGroupCompressionDecorator,
                 keyContext);
@@ -153,7 +153,8 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
                         leases,
                         parts.cacheEnabled(),
                         parts.table(),
-                        parts.expiry());
+                        parts.expiry(),
+                        ttlTimeProvider);
         this.remoteTimers =
                 parts.heapTimers() != null
                         ? null
@@ -296,10 +297,14 @@ public class TaishanKeyedStateBackend<K> extends AbstractKeyedStateBackend<K> {
     }
 
     @Override
-    public void setCurrentKey(K newKey) {
-        super.setCurrentKey(newKey);
+    protected void currentKeyChanged() {
         sharedKeyBuilder.setKeyAndKeyGroup(getCurrentKey(), getCurrentKeyGroupIndex());
         currentKeyVersion++;
+    }
+
+    /** What Flink's metrics call this backend (abstract in {@code KeyedStateBackend} on 2.2+). */
+    public String getBackendTypeIdentifier() {
+        return "taishan";
     }
 
     // ---- states

@@ -1,5 +1,7 @@
 package io.taishan.backend;
 
+import io.taishan.backend.flink.StateTracking;
+import io.taishan.backend.flink.TaishanKeyedStateBackendBuilderBase;
 import io.taishan.backend.read.CacheMemory;
 import io.taishan.backend.read.FilterLoader;
 import io.taishan.backend.read.ReadCache;
@@ -44,7 +46,6 @@ import org.apache.flink.core.fs.CloseableRegistry;
 import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.runtime.memory.MemoryManager;
 import org.apache.flink.runtime.query.TaskKvStateRegistry;
-import org.apache.flink.runtime.state.AbstractKeyedStateBackendBuilder;
 import org.apache.flink.runtime.state.BackendBuildingException;
 import org.apache.flink.runtime.state.HeapPriorityQueuesManager;
 import org.apache.flink.runtime.state.InternalKeyContextImpl;
@@ -53,7 +54,6 @@ import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.StreamCompressionDecorator;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
 import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
-import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.IOUtils;
 
@@ -61,7 +61,7 @@ import org.apache.flink.util.IOUtils;
  * Builds a {@link TaishanKeyedStateBackend}: connects, creates the operator's table if needed,
  * restores the owned shards from the handles' manifests, and starts the write queue.
  */
-final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackendBuilder<K> {
+final class TaishanKeyedStateBackendBuilder<K> extends TaishanKeyedStateBackendBuilderBase<K> {
     private final KvClientConfig clientConfig;
     private final String table;
     private final WriteQueueConfig writeQueueConfig;
@@ -82,7 +82,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
             KeyGroupRange keyGroupRange,
             ExecutionConfig executionConfig,
             TtlTimeProvider ttlTimeProvider,
-            LatencyTrackingStateConfig latencyTrackingStateConfig,
+            StateTracking stateTracking,
             @Nonnull Collection<KeyedStateHandle> stateHandles,
             StreamCompressionDecorator keyGroupCompressionDecorator,
             CloseableRegistry cancelStreamRegistry,
@@ -105,7 +105,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                 keyGroupRange,
                 executionConfig,
                 ttlTimeProvider,
-                latencyTrackingStateConfig,
+                stateTracking,
                 stateHandles,
                 keyGroupCompressionDecorator,
                 cancelStreamRegistry);
@@ -298,7 +298,7 @@ final class TaishanKeyedStateBackendBuilder<K> extends AbstractKeyedStateBackend
                             userCodeClassLoader,
                             executionConfig,
                             ttlTimeProvider,
-                            latencyTrackingStateConfig,
+                            stateTracking,
                             cancelStreamRegistryForBackend,
                             keyGroupCompressionDecorator,
                             keyContext,

@@ -1,5 +1,6 @@
 package io.taishan.backend;
 
+import io.taishan.backend.flink.TaishanStateBackendBase;
 import io.taishan.backend.read.ReadPathConfig;
 import io.taishan.backend.write.WriteQueueConfig;
 import io.taishan.cache.LocalDiskCache;
@@ -18,12 +19,10 @@ import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.ReadableConfig;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
-import org.apache.flink.runtime.state.AbstractStateBackend;
 import org.apache.flink.runtime.state.BackendBuildingException;
 import org.apache.flink.runtime.state.ConfigurableStateBackend;
 import org.apache.flink.runtime.state.DefaultOperatorStateBackendBuilder;
 import org.apache.flink.runtime.state.OperatorStateBackend;
-import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
 
 /**
  * Flink keyed state in the Taishan KV service: every keyed operator's state lives in a remote table
@@ -42,7 +41,8 @@ import org.apache.flink.runtime.state.metrics.LatencyTrackingStateConfig;
  * {@code taishan.kv.token-file} (see {@link TaishanOptions}); {@link #toString()} hides the token,
  * as Flink's configuration does.
  */
-public class TaishanStateBackend extends AbstractStateBackend implements ConfigurableStateBackend {
+public class TaishanStateBackend extends TaishanStateBackendBase
+        implements ConfigurableStateBackend {
     private static final long serialVersionUID = 1L;
 
     private static final List<ConfigOption<?>> OPTIONS =
@@ -79,7 +79,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
     }
 
     private TaishanStateBackend(TaishanStateBackend original, ReadableConfig config) {
-        this.latencyTrackingConfigBuilder = original.latencyTrackingConfigBuilder.configure(config);
+        super(original, config);
         this.settings = new Configuration();
         for (ConfigOption<?> option : OPTIONS) {
             copy(option, config, settings);
@@ -179,8 +179,6 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
     @Override
     public <K> AbstractKeyedStateBackend<K> createKeyedStateBackend(
             KeyedStateBackendParameters<K> parameters) throws BackendBuildingException {
-        LatencyTrackingStateConfig latencyTrackingStateConfig =
-                latencyTrackingConfigBuilder.setMetricGroup(parameters.getMetricGroup()).build();
         return new TaishanKeyedStateBackendBuilder<>(
                         parameters.getKvStateRegistry(),
                         parameters.getKeySerializer(),
@@ -189,7 +187,7 @@ public class TaishanStateBackend extends AbstractStateBackend implements Configu
                         parameters.getKeyGroupRange(),
                         parameters.getEnv().getExecutionConfig(),
                         parameters.getTtlTimeProvider(),
-                        latencyTrackingStateConfig,
+                        stateTracking(parameters.getMetricGroup()),
                         parameters.getStateHandles(),
                         getCompressionDecorator(parameters.getEnv().getExecutionConfig()),
                         parameters.getCancelStreamRegistry(),

@@ -41,7 +41,6 @@ import org.apache.flink.runtime.testutils.InMemoryReporter;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.DiscardingSink;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -102,7 +101,7 @@ class GrafanaDashboardTest {
                 env.fromSequence(0, 199)
                         .keyBy(v -> v % 10, Types.LONG)
                         .map(new Counting())
-                        .addSink(new DiscardingSink<>());
+                        .addSink(TestSinkFunction.discarding());
                 cluster.executeJobBlocking(env.getStreamGraph().getJobGraph());
                 // Before the cluster closes its reporters, which forgets what they saw.
                 registered = flinkPrometheusNames(reporter.getMetricsByGroup());

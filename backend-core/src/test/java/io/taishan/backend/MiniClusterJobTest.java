@@ -34,8 +34,6 @@ import org.apache.flink.runtime.state.FunctionSnapshotContext;
 import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
-import org.apache.flink.streaming.api.functions.source.SourceFunction;
 import org.apache.flink.util.Collector;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -49,8 +47,8 @@ import org.junit.jupiter.api.io.TempDir;
  * savepoint restored at parallelism 1. The per-key state must continue exactly.
  */
 class MiniClusterJobTest {
-    private static final int KEYS = 10;
-    private static final int BATCH = 500;
+    static final int KEYS = 10;
+    static final int BATCH = 500;
 
     /** Records the source may emit; raised by the test. */
     static final AtomicLong LIMIT = new AtomicLong();
@@ -71,24 +69,38 @@ class MiniClusterJobTest {
 
     @BeforeAll
     static void start() throws Exception {
+        resetRecords();
         server = EmbeddedKvServer.start();
+        cluster = startCluster(server.address(), dirs);
+    }
+
+    /** Forgets what an earlier test class's jobs emitted and saw. */
+    static void resetRecords() {
+        LIMIT.set(0);
+        SEEN.clear();
+        ANOMALY.set(null);
+    }
+
+    /** A MiniCluster of one TaskManager with 4 slots, on Taishan, checkpointing under dirs. */
+    static MiniCluster startCluster(String kvAddress, Path dirs) throws Exception {
         Configuration config = new Configuration();
         config.set(StateBackendOptions.STATE_BACKEND, TaishanStateBackendFactory.class.getName());
-        config.set(TaishanOptions.KV_ADDRESS, server.address());
+        config.set(TaishanOptions.KV_ADDRESS, kvAddress);
         // Any free port: another cluster on this machine may hold Flink's default 8081.
         config.set(RestOptions.BIND_PORT, "0");
         config.set(CheckpointingOptions.CHECKPOINT_STORAGE, "filesystem");
         config.set(
                 CheckpointingOptions.CHECKPOINTS_DIRECTORY,
                 dirs.resolve("checkpoints").toUri().toString());
-        cluster =
+        MiniCluster started =
                 new MiniCluster(
                         new MiniClusterConfiguration.Builder()
                                 .setConfiguration(config)
                                 .setNumTaskManagers(1)
                                 .setNumSlotsPerTaskManager(4)
                                 .build());
-        cluster.start();
+        started.start();
+        return started;
     }
 
     @AfterAll
@@ -107,14 +119,15 @@ class MiniClusterJobTest {
         emitUpTo(BATCH);
         cluster.triggerCheckpoint(first, CheckpointType.FULL).get();
         String nativeSavepoint =
-                cluster.triggerSavepoint(first, savepointDir(), true, SavepointFormatType.NATIVE)
+                cluster.triggerSavepoint(
+                                first, savepointDir(dirs), true, SavepointFormatType.NATIVE)
                         .get();
 
         JobID second = submit(2, nativeSavepoint);
         emitUpTo(2 * BATCH);
         String canonicalSavepoint =
                 cluster.triggerSavepoint(
-                                second, savepointDir(), true, SavepointFormatType.CANONICAL)
+                                second, savepointDir(dirs), true, SavepointFormatType.CANONICAL)
                         .get();
 
         JobID third = submit(1, canonicalSavepoint);
@@ -128,12 +141,12 @@ class MiniClusterJobTest {
         }
     }
 
-    private static String savepointDir() {
+    static String savepointDir(Path dirs) {
         return dirs.resolve("savepoints").toUri().toString();
     }
 
     /** Raises the limit and waits until every key has seen every record. */
-    private static void emitUpTo(long records) throws Exception {
+    static void emitUpTo(long records) throws Exception {
         LIMIT.set(records);
         long perKey = records / KEYS;
         // Bounded, and failing at once on lost or repeated state: a job that lost a count would
@@ -169,6 +182,12 @@ class MiniClusterJobTest {
                 .uid("counter")
                 .addSink(new SeenSink())
                 .setParallelism(1);
+        return submit(cluster, env, savepoint);
+    }
+
+    /** Submits the job {@code env} describes, restored from {@code savepoint} if not null. */
+    static JobID submit(MiniCluster cluster, StreamExecutionEnvironment env, String savepoint)
+            throws Exception {
         JobGraph job = env.getStreamGraph().getJobGraph();
         if (savepoint != null) {
             job.setSavepointRestoreSettings(SavepointRestoreSettings.forPath(savepoint));
@@ -178,8 +197,8 @@ class MiniClusterJobTest {
     }
 
     /** Emits (key, sequence) up to {@link #LIMIT}, its position in operator state. */
-    static final class LimitedSource
-            implements SourceFunction<Tuple2<Long, Long>>, CheckpointedFunction {
+    static final class LimitedSource extends TestSourceFunction<Tuple2<Long, Long>>
+            implements CheckpointedFunction {
         private volatile boolean running = true;
         private long next;
         private transient ListState<Long> position;
@@ -259,7 +278,7 @@ class MiniClusterJobTest {
         }
     }
 
-    static final class SeenSink implements SinkFunction<long[]> {
+    static final class SeenSink extends TestSinkFunction<long[]> {
         @Override
         public void invoke(long[] value, Context context) {
             SEEN.merge(

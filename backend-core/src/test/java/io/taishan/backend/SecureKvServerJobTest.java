@@ -32,7 +32,6 @@ import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.sink.SinkFunction;
 import org.apache.flink.util.ExceptionUtils;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -260,7 +259,7 @@ class SecureKvServerJobTest {
         }
     }
 
-    static final class CountSink implements SinkFunction<long[]> {
+    static final class CountSink extends TestSinkFunction<long[]> {
         @Override
         public void invoke(long[] value, Context context) {
             COUNTS.merge(value[0], value[1], Math::max);

@@ -332,7 +332,7 @@ class DurableCheckpointHandlesTest {
     /** Writes {@code _metadata} as the JobManager does and reads it back as a restore does. */
     private static KeyedStateHandle throughMetadataFile(
             Path dir, long checkpointId, KeyedStateHandle handle) throws IOException {
-        OperatorState operator = new OperatorState(new OperatorID(), 1, 128);
+        OperatorState operator = TestOperatorStates.of(new OperatorID(), 1, 128);
         operator.putState(0, OperatorSubtaskState.builder().setManagedKeyedState(handle).build());
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {

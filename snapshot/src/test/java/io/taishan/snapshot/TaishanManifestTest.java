@@ -54,7 +54,7 @@ class TaishanManifestTest {
                                 FileSystem.getLocalFileSystem(), dir, dir, 0, 4096),
                         9);
         OperatorID operatorId = new OperatorID();
-        OperatorState operator = new OperatorState(operatorId, 1, 128);
+        OperatorState operator = TestOperatorStates.of(operatorId, 1, 128);
         operator.putState(0, OperatorSubtaskState.builder().setManagedKeyedState(written).build());
 
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -218,12 +218,12 @@ class TaishanManifestTest {
 
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (DataOutputStream out = new DataOutputStream(bytes)) {
-            MetadataV3Serializer.serializeKeyedStateHandleUtil(written, out);
+            MetadataV3Serializer.INSTANCE.serializeKeyedStateHandleUtil(written, out);
         }
         KeyedStateHandle read;
         try (DataInputStream in =
                 new DataInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
-            read = MetadataV3Serializer.deserializeKeyedStateHandleUtil(in);
+            read = MetadataV3Serializer.INSTANCE.deserializeKeyedStateHandleUtil(in);
         }
 
         assertThat(read).isExactlyInstanceOf(KeyGroupsStateHandle.class);

@@ -1,5 +1,6 @@
 package io.taishan.backend.state;
 
+import io.taishan.backend.flink.StateMetaInfos;
 import io.taishan.backend.read.CachePolicy;
 import io.taishan.kv.client.ShardLease;
 import java.io.IOException;
@@ -13,6 +14,7 @@ import org.apache.flink.queryablestate.client.state.serialization.KvStateSeriali
 import org.apache.flink.runtime.state.KeyGroupRangeAssignment;
 import org.apache.flink.runtime.state.SerializedCompositeKeyBuilder;
 import org.apache.flink.runtime.state.internal.InternalKvState;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.StateMigrationException;
 
@@ -125,11 +127,16 @@ public abstract class AbstractTaishanState<K, N, V> implements InternalKvState<K
             DataInputDeserializer serializedOldValueInput,
             DataOutputSerializer serializedMigratedValueOutput,
             TypeSerializer<V> priorSerializer,
-            TypeSerializer<V> newSerializer)
+            TypeSerializer<V> newSerializer,
+            TtlTimeProvider ttlTimeProvider)
             throws StateMigrationException {
         try {
-            V value = priorSerializer.deserialize(serializedOldValueInput);
-            newSerializer.serialize(value, serializedMigratedValueOutput);
+            StateMetaInfos.migrateValue(
+                    priorSerializer,
+                    newSerializer,
+                    () -> priorSerializer.deserialize(serializedOldValueInput),
+                    serializedMigratedValueOutput,
+                    ttlTimeProvider);
         } catch (Exception e) {
             throw new StateMigrationException("Error while trying to migrate Taishan state.", e);
         }

@@ -1,5 +1,6 @@
 package io.taishan.backend.state;
 
+import io.taishan.backend.flink.StateMetaInfos;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -36,7 +37,7 @@ public final class RegisteredStates {
 
     public RegisteredStates(List<StateMetaInfoSnapshot> restored) {
         for (StateMetaInfoSnapshot snapshot : restored) {
-            register(RegisteredStateMetaInfoBase.fromMetaInfoSnapshot(snapshot));
+            register(StateMetaInfos.restored(snapshot));
         }
     }
 

@@ -1,5 +1,6 @@
 package io.taishan.backend.state;
 
+import io.taishan.backend.flink.StateMetaInfos;
 import java.io.IOException;
 import java.util.Collection;
 import java.util.List;
@@ -9,6 +10,7 @@ import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.runtime.state.ListDelimitedSerializer;
 import org.apache.flink.runtime.state.internal.InternalListState;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.Preconditions;
 import org.apache.flink.util.StateMigrationException;
@@ -103,7 +105,8 @@ final class TaishanListState<K, N, V> extends AbstractTaishanState<K, N, List<V>
             DataInputDeserializer serializedOldValueInput,
             DataOutputSerializer serializedMigratedValueOutput,
             TypeSerializer<List<V>> priorSerializer,
-            TypeSerializer<List<V>> newSerializer)
+            TypeSerializer<List<V>> newSerializer,
+            TtlTimeProvider ttlTimeProvider)
             throws StateMigrationException {
         Preconditions.checkArgument(priorSerializer instanceof ListSerializer);
         Preconditions.checkArgument(newSerializer instanceof ListSerializer);
@@ -113,10 +116,14 @@ final class TaishanListState<K, N, V> extends AbstractTaishanState<K, N, List<V>
                 ((ListSerializer<V>) newSerializer).getElementSerializer();
         try {
             while (serializedOldValueInput.available() > 0) {
-                V element =
-                        ListDelimitedSerializer.deserializeNextElement(
-                                serializedOldValueInput, priorElementSerializer);
-                newElementSerializer.serialize(element, serializedMigratedValueOutput);
+                StateMetaInfos.migrateValue(
+                        priorElementSerializer,
+                        newElementSerializer,
+                        () ->
+                                ListDelimitedSerializer.deserializeNextElement(
+                                        serializedOldValueInput, priorElementSerializer),
+                        serializedMigratedValueOutput,
+                        ttlTimeProvider);
                 if (serializedOldValueInput.available() > 0) {
                     serializedMigratedValueOutput.write(DELIMITER);
                 }

@@ -1,5 +1,6 @@
 package io.taishan.backend.state;
 
+import io.taishan.backend.flink.StateMetaInfos;
 import io.taishan.backend.read.StateReader;
 import io.taishan.kv.client.KvEntry;
 import io.taishan.kv.client.ShardLease;
@@ -17,6 +18,7 @@ import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.queryablestate.client.state.serialization.KvStateSerializer;
 import org.apache.flink.runtime.state.internal.InternalMapState;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.Preconditions;
 import org.apache.flink.util.StateMigrationException;
@@ -176,7 +178,8 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
             DataInputDeserializer serializedOldValueInput,
             DataOutputSerializer serializedMigratedValueOutput,
             TypeSerializer<Map<UK, UV>> priorSerializer,
-            TypeSerializer<Map<UK, UV>> newSerializer)
+            TypeSerializer<Map<UK, UV>> newSerializer,
+            TtlTimeProvider ttlTimeProvider)
             throws StateMigrationException {
         Preconditions.checkArgument(priorSerializer instanceof MapSerializer);
         Preconditions.checkArgument(newSerializer instanceof MapSerializer);
@@ -186,10 +189,14 @@ final class TaishanMapState<K, N, UK, UV> extends AbstractTaishanState<K, N, Map
                 ((MapSerializer<UK, UV>) newSerializer).getValueSerializer();
         try {
             boolean isNull = serializedOldValueInput.readBoolean();
-            UV value = isNull ? null : priorValueSerializer.deserialize(serializedOldValueInput);
-            serializedMigratedValueOutput.writeBoolean(value == null);
-            if (value != null) {
-                newValueSerializer.serialize(value, serializedMigratedValueOutput);
+            serializedMigratedValueOutput.writeBoolean(isNull);
+            if (!isNull) {
+                StateMetaInfos.migrateValue(
+                        priorValueSerializer,
+                        newValueSerializer,
+                        () -> priorValueSerializer.deserialize(serializedOldValueInput),
+                        serializedMigratedValueOutput,
+                        ttlTimeProvider);
             }
         } catch (Exception e) {
             throw new StateMigrationException("Error while trying to migrate map state.", e);

@@ -23,6 +23,7 @@ import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.runtime.state.RegisteredKeyValueStateBackendMetaInfo;
 import org.apache.flink.runtime.state.StateSnapshotTransformer.StateSnapshotTransformFactory;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 import org.apache.flink.util.FlinkRuntimeException;
 import org.apache.flink.util.StateMigrationException;
 import org.slf4j.Logger;
@@ -48,14 +49,19 @@ public final class TaishanStateFactory<K> {
     private final ServerSideExpiry expiry;
     private final Map<String, State> created = new HashMap<>();
 
+    /** The clock of values that turning TTL on wraps during a migration. */
+    private final TtlTimeProvider ttlTimeProvider;
+
     public TaishanStateFactory(
             StateContext<K> context,
             RegisteredStates registered,
             List<ShardLease> leases,
             boolean cacheEnabled,
             String table,
-            ServerSideExpiry expiry) {
+            ServerSideExpiry expiry,
+            TtlTimeProvider ttlTimeProvider) {
         this.context = context;
+        this.ttlTimeProvider = ttlTimeProvider;
         this.expiry = expiry;
         this.registered = registered;
         this.leases = leases;
@@ -207,7 +213,8 @@ public final class TaishanStateFactory<K> {
                             oldValue,
                             newValue,
                             metaInfo.getPreviousStateSerializer(),
-                            metaInfo.getStateSerializer());
+                            metaInfo.getStateSerializer(),
+                            ttlTimeProvider);
                     // Not cached: migration runs when a restored state is first registered, so
                     // this backend's cache has never held an entry of it.
                     context.writer()

@@ -9,6 +9,7 @@ import io.taishan.snapshot.ShardSnapshotRef;
 import io.taishan.snapshot.TaishanManifest;
 import io.taishan.snapshot.TestDurableCuts;
 import io.taishan.snapshot.TestMetaInfo;
+import io.taishan.snapshot.TestOperatorStates;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -359,7 +360,7 @@ class KeptCheckpointReaderTest {
     }
 
     private static OperatorState operator(KeyedStateHandle... subtasks) {
-        OperatorState operator = new OperatorState(new OperatorID(), subtasks.length, 128);
+        OperatorState operator = TestOperatorStates.of(new OperatorID(), subtasks.length, 128);
         for (int i = 0; i < subtasks.length; i++) {
             operator.putState(
                     i, OperatorSubtaskState.builder().setManagedKeyedState(subtasks[i]).build());

@@ -22,6 +22,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
 
@@ -31,21 +32,28 @@ import org.junit.jupiter.api.condition.OS;
  * clash with it), and the relocated gRPC still finds its providers and its epoll transport. The jar
  * is loaded in a class loader of its own over the platform class loader, with only slf4j-api beside
  * it (the cluster's), so nothing of this module's own class path can stand in for what the jar
- * lacks.
+ * lacks. Each Flink line has its jar, checked alike.
  */
-class PluginJarIT {
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class PluginJarChecks {
     private static final String SHADED = "io.taishan.shaded.";
 
     /** A versioned class of a multi-release jar; {@code io/taishan/} must follow the prefix. */
     private static final Pattern VERSIONED = Pattern.compile("^META-INF/versions/\\d+/");
 
-    private static Path jar;
-    private static URLClassLoader loader;
+    private Path jar;
+    private URLClassLoader loader;
+
+    /** The system property (set by the pom) with the path of the jar to check. */
+    abstract String jarProperty();
+
+    /** Whether the jar is the one for Flink 2, not 1.20. */
+    abstract boolean forFlink2();
 
     @BeforeAll
-    static void openJar() throws Exception {
-        String path = System.getProperty("taishan.plugin.jar");
-        assertThat(path).as("-Dtaishan.plugin.jar (set by the pom)").isNotBlank();
+    void openJar() throws Exception {
+        String path = System.getProperty(jarProperty());
+        assertThat(path).as("-D" + jarProperty() + " (set by the pom)").isNotBlank();
         jar = Path.of(path);
         assertThat(jar).as("the shaded plugin jar (mvn package builds it)").isRegularFile();
         URL slf4j =
@@ -58,9 +66,24 @@ class PluginJarIT {
     }
 
     @AfterAll
-    static void closeLoader() throws IOException {
+    void closeLoader() throws IOException {
         if (loader != null) {
             loader.close();
+        }
+    }
+
+    @Test
+    void holdsTheBackendCompiledForItsFlinkLine() throws IOException {
+        // Flink 2 sets the current key a second way; only its keyed backend base hooks it.
+        try (JarFile file = new JarFile(jar.toFile())) {
+            JarEntry base =
+                    file.getJarEntry("io/taishan/backend/flink/TaishanKeyedStateBackendBase.class");
+            assertThat(base).isNotNull();
+            String bytes;
+            try (InputStream in = file.getInputStream(base)) {
+                bytes = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+            }
+            assertThat(bytes.contains("setCurrentKeyAndKeyGroup")).isEqualTo(forFlink2());
         }
     }
 
@@ -204,7 +227,7 @@ class PluginJarIT {
         assertThat(buffer.limit()).as("limit after OHC's generated flip").isEqualTo(4);
     }
 
-    private static Map<String, List<String>> serviceFiles() throws IOException {
+    private Map<String, List<String>> serviceFiles() throws IOException {
         Map<String, List<String>> services = new TreeMap<>();
         try (JarFile file = new JarFile(jar.toFile())) {
             for (JarEntry entry : Collections.list(file.entries())) {

@@ -1,0 +1,57 @@
+package io.taishan.backend.flink;
+
+import org.apache.flink.api.common.ExecutionConfig;
+import org.apache.flink.api.common.typeutils.TypeSerializer;
+import org.apache.flink.core.fs.CloseableRegistry;
+import org.apache.flink.runtime.query.TaskKvStateRegistry;
+import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.InternalKeyContext;
+import org.apache.flink.runtime.state.StreamCompressionDecorator;
+import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
+
+/**
+ * {@code AbstractKeyedStateBackend} as Flink 2 has it: the current key is set either by {@link
+ * #setCurrentKey} or, with its key group already computed, by {@link #setCurrentKeyAndKeyGroup}
+ * (what Flink's adaptor of a synchronous backend to the asynchronous State V2 API calls on every
+ * context switch). The latter does not go through the former, so both are hooked.
+ */
+public abstract class TaishanKeyedStateBackendBase<K> extends AbstractKeyedStateBackend<K> {
+
+    protected TaishanKeyedStateBackendBase(
+            TaskKvStateRegistry kvStateRegistry,
+            TypeSerializer<K> keySerializer,
+            ClassLoader userCodeClassLoader,
+            ExecutionConfig executionConfig,
+            TtlTimeProvider ttlTimeProvider,
+            StateTracking stateTracking,
+            CloseableRegistry cancelStreamRegistry,
+            StreamCompressionDecorator keyGroupCompressionDecorator,
+            InternalKeyContext<K> keyContext) {
+        super(
+                kvStateRegistry,
+                keySerializer,
+                userCodeClassLoader,
+                executionConfig,
+                ttlTimeProvider,
+                stateTracking.latency,
+                stateTracking.size,
+                cancelStreamRegistry,
+                keyGroupCompressionDecorator,
+                keyContext);
+    }
+
+    @Override
+    public final void setCurrentKey(K newKey) {
+        super.setCurrentKey(newKey);
+        currentKeyChanged();
+    }
+
+    @Override
+    public final void setCurrentKeyAndKeyGroup(K newKey, int newKeyGroupIndex) {
+        super.setCurrentKeyAndKeyGroup(newKey, newKeyGroupIndex);
+        currentKeyChanged();
+    }
+
+    /** Called after every change of the current key, whichever way Flink made it. */
+    protected abstract void currentKeyChanged();
+}

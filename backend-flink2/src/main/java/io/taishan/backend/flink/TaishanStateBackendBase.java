@@ -1,0 +1,28 @@
+package io.taishan.backend.flink;
+
+import org.apache.flink.configuration.ReadableConfig;
+import org.apache.flink.metrics.MetricGroup;
+import org.apache.flink.runtime.state.AbstractStateBackend;
+
+/**
+ * {@code AbstractStateBackend} as Flink 2 has it: state metrics configure latency and size tracking
+ * ({@code state.size-track.*}), as Flink's {@code HashMapStateBackend} does.
+ */
+public abstract class TaishanStateBackendBase extends AbstractStateBackend {
+    private static final long serialVersionUID = 1L;
+
+    protected TaishanStateBackendBase() {}
+
+    /** A copy of {@code original} with the state metrics {@code config} sets. */
+    protected TaishanStateBackendBase(TaishanStateBackendBase original, ReadableConfig config) {
+        this.latencyTrackingConfigBuilder = original.latencyTrackingConfigBuilder.configure(config);
+        this.sizeTrackingConfigBuilder = original.sizeTrackingConfigBuilder.configure(config);
+    }
+
+    /** The state metrics of one keyed backend, reported to its operator's group. */
+    protected StateTracking stateTracking(MetricGroup metricGroup) {
+        return new StateTracking(
+                latencyTrackingConfigBuilder.setMetricGroup(metricGroup).build(),
+                sizeTrackingConfigBuilder.setMetricGroup(metricGroup).build());
+    }
+}
