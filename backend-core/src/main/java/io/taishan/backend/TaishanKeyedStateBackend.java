@@ -104,6 +104,7 @@ public class TaishanKeyedStateBackend<K> extends TaishanKeyedStateBackendBase<K>
             @Nullable ReusableCopies reusableCopies) {}
 
     private final Parts parts;
+    private final ExecutionConfig executionConfig;
     private final int keyGroupPrefixBytes;
     private final SerializedCompositeKeyBuilder<K> sharedKeyBuilder;
     private final RegisteredStates registered;
@@ -139,6 +140,7 @@ public class TaishanKeyedStateBackend<K> extends TaishanKeyedStateBackendBase<K>
                 keyGroupCompressionDecorator,
                 keyContext);
         this.parts = parts;
+        this.executionConfig = executionConfig;
         this.keyGroupPrefixBytes =
                 CompositeKeySerializationUtils.computeRequiredBytesInKeyGroupPrefix(
                         keyContext.getNumberOfKeyGroups());
@@ -278,6 +280,16 @@ public class TaishanKeyedStateBackend<K> extends TaishanKeyedStateBackendBase<K>
     /** The write queue, for tests that look under the write path. */
     WriteBatchQueue writeQueue() {
         return parts.queue();
+    }
+
+    /** The job's execution config, which makes the serializers of states described by type. */
+    public ExecutionConfig executionConfig() {
+        return executionConfig;
+    }
+
+    /** The read chain: the asynchronous backend's batches read through it too (Flink 2). */
+    public StateReader reader() {
+        return parts.reader();
     }
 
     /** What the read path did, for tests and benchmarks. */

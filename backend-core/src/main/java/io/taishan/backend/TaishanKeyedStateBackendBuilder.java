@@ -2,6 +2,7 @@ package io.taishan.backend;
 
 import io.taishan.backend.flink.StateTracking;
 import io.taishan.backend.flink.TaishanKeyedStateBackendBuilderBase;
+import io.taishan.backend.read.BatchedReads;
 import io.taishan.backend.read.CacheMemory;
 import io.taishan.backend.read.FilterLoader;
 import io.taishan.backend.read.ReadCache;
@@ -201,10 +202,13 @@ final class TaishanKeyedStateBackendBuilder<K> extends TaishanKeyedStateBackendB
                             numberOfKeyGroups,
                             opened::contains,
                             readPathConfig.bloomFilterEnabled());
-            StateWriter writer = new StateWriter(queue, new ReadPathUpdates(cache, filters));
+            BatchedReads batched = new BatchedReads();
+            StateWriter writer =
+                    new StateWriter(queue, new ReadPathUpdates(cache, filters, batched));
             ReadMetrics readMetrics =
                     ReadMetrics.register(taishanGroup, cacheMemory.handle(), filters);
-            StateReader reader = new StateReader(store, queue, cache, filters, readMetrics);
+            StateReader reader =
+                    new StateReader(store, queue, cache, filters, readMetrics, batched);
             if (readPathConfig.bloomFilterEnabled() && store.filters().isPresent()) {
                 Map<Integer, ShardLease> byShard = new HashMap<>();
                 for (ShardLease lease : leases) {

@@ -159,6 +159,19 @@ public final class TaishanOptions {
                             "How many of the earliest timers of each key group are cached in"
                                     + " memory (REMOTE timers only).");
 
+    public static final ConfigOption<Boolean> ASYNC_STATE_BATCHED_READS =
+            ConfigOptions.key("taishan.async-state.batched-reads")
+                    .booleanType()
+                    .defaultValue(true)
+                    .withDescription(
+                            "Flink 2 only. Operators with asynchronous state (State V2) get"
+                                    + " Taishan's asynchronous keyed backend, which reads the"
+                                    + " cache misses of a whole batch of requests with one"
+                                    + " MultiGet per kv-server node. Off: Flink's adaptor for"
+                                    + " synchronous backends serves them, one request at a"
+                                    + " time. Either way the state and its checkpoints are the"
+                                    + " same.");
+
     public static final ConfigOption<String> CACHE_TYPE =
             ConfigOptions.key("taishan.cache.type")
                     .stringType()

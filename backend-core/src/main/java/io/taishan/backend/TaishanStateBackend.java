@@ -69,6 +69,7 @@ public class TaishanStateBackend extends TaishanStateBackendBase
                     TaishanOptions.BLOOM_FILTER_ENABLED,
                     TaishanOptions.TTL_CLOCK_REPORT_INTERVAL,
                     TaishanOptions.CHECKPOINT_DURABLE,
+                    TaishanOptions.ASYNC_STATE_BATCHED_READS,
                     TaishanOptions.TABLE_PREFIX);
 
     /** Every option set on this object or read from the configuration it was configured with. */
@@ -162,6 +163,11 @@ public class TaishanStateBackend extends TaishanStateBackendBase
     }
 
     // ---- the StateBackend contract
+
+    /** Flink 2: whether operators with asynchronous state get Taishan's asynchronous backend. */
+    protected boolean asyncStateBatchedReads() {
+        return settings.get(TaishanOptions.ASYNC_STATE_BATCHED_READS);
+    }
 
     @Override
     public boolean supportsNoClaimRestoreMode() {

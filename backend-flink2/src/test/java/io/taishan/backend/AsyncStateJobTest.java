@@ -95,6 +95,9 @@ class AsyncStateJobTest {
     private static JobID submit(boolean async, int parallelism, String savepoint) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setMaxParallelism(16);
+        // One record per key in flight and ten keys: a batch never fills, so each request round
+        // would wait out Flink's default 1 s buffer timeout.
+        env.getConfig().setAsyncStateActiveBufferTimeout(5);
         var keyed =
                 env.addSource(new MiniClusterJobTest.LimitedSource())
                         .setParallelism(1)

@@ -11,12 +11,14 @@ import org.apache.flink.metrics.MetricGroup;
  * What the read path of one subtask did, under the operator's {@code taishan.read} metric group:
  * {@code cacheHits}, {@code cacheMisses}, {@code filterAbsent} (reads the Bloom filter answered
  * with no round trip), {@code filterFalsePositives} (a "maybe" the server answered with absent),
- * {@code remoteGets}, {@code remoteScans} (pages), {@code mapListingHits} (maps iterated from the
- * cache's listing of their whole content, with no scan), {@code mapPrefixAbsent} (maps iterated
- * with no scan because they surely never had an entry), and gauges of the TaskManager-wide cache it
- * shares ({@code cacheBytesUsed}, {@code cacheCapacityBytes}, {@code cacheEntries}, {@code
- * cacheEvictions}) and of its filters ({@code filterLoadedShards}, {@code filterBytes}). The RPC
- * counts of every kind are under {@code taishan.rpc}.
+ * {@code remoteGets}, {@code remoteScans} (pages), {@code batchedFetches} and {@code batchedGets}
+ * (the {@code MultiGet} rounds of batches of asynchronous state requests, and the keys they read),
+ * {@code mapListingHits} (maps iterated from the cache's listing of their whole content, with no
+ * scan), {@code mapPrefixAbsent} (maps iterated with no scan because they surely never had an
+ * entry), and gauges of the TaskManager-wide cache it shares ({@code cacheBytesUsed}, {@code
+ * cacheCapacityBytes}, {@code cacheEntries}, {@code cacheEvictions}) and of its filters ({@code
+ * filterLoadedShards}, {@code filterBytes}). The RPC counts of every kind are under {@code
+ * taishan.rpc}.
  */
 public final class ReadMetrics {
     private final LongAdder cacheHits = new LongAdder();
@@ -25,6 +27,8 @@ public final class ReadMetrics {
     private final LongAdder filterFalsePositives = new LongAdder();
     private final LongAdder remoteGets = new LongAdder();
     private final LongAdder remoteScans = new LongAdder();
+    private final LongAdder batchedFetches = new LongAdder();
+    private final LongAdder batchedGets = new LongAdder();
     private final LongAdder mapListingHits = new LongAdder();
     private final LongAdder mapPrefixAbsent = new LongAdder();
 
@@ -39,6 +43,8 @@ public final class ReadMetrics {
             g.gauge("filterFalsePositives", metrics.filterFalsePositives::sum);
             g.gauge("remoteGets", metrics.remoteGets::sum);
             g.gauge("remoteScans", metrics.remoteScans::sum);
+            g.gauge("batchedFetches", metrics.batchedFetches::sum);
+            g.gauge("batchedGets", metrics.batchedGets::sum);
             g.gauge("mapListingHits", metrics.mapListingHits::sum);
             g.gauge("mapPrefixAbsent", metrics.mapPrefixAbsent::sum);
             g.gauge("cacheBytesUsed", () -> cache.stats().bytesUsed());
@@ -93,6 +99,11 @@ public final class ReadMetrics {
         remoteGets.increment();
     }
 
+    void batchedFetch(int keys) {
+        batchedFetches.increment();
+        batchedGets.add(keys);
+    }
+
     void remoteScan() {
         remoteScans.increment();
     }
@@ -123,6 +134,16 @@ public final class ReadMetrics {
 
     public long remoteGets() {
         return remoteGets.sum();
+    }
+
+    /** The {@code MultiGet} rounds of batches of asynchronous state requests. */
+    public long batchedFetches() {
+        return batchedFetches.sum();
+    }
+
+    /** The keys those rounds read. */
+    public long batchedGets() {
+        return batchedGets.sum();
     }
 
     public long remoteScans() {

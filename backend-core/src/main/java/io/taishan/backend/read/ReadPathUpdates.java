@@ -4,15 +4,17 @@ package io.taishan.backend.read;
  * What the write path tells the read path's layers about each write, so that a read asking them
  * first never misses the write: the {@link ReadCache} is written through, the shard's Bloom filter
  * ({@link ShardFilters}) learns the key, and a map entry's map prefix, before the write is
- * enqueued.
+ * enqueued; a value a batch fetched for the key is dropped ({@link BatchedReads}).
  */
 public final class ReadPathUpdates {
     private final ReadCache cache;
     private final ShardFilters filters;
+    private final BatchedReads batched;
 
-    public ReadPathUpdates(ReadCache cache, ShardFilters filters) {
+    public ReadPathUpdates(ReadCache cache, ShardFilters filters, BatchedReads batched) {
         this.cache = cache;
         this.filters = filters;
+        this.batched = batched;
     }
 
     /**
@@ -29,10 +31,12 @@ public final class ReadPathUpdates {
     }
 
     public void put(int shard, byte[] key, byte[] value, CachePolicy policy, int mapPrefixLength) {
+        batched.written(key);
         cache.put(shard, key, value, policy, mapPrefixLength);
     }
 
     public void delete(int shard, byte[] key, CachePolicy policy, int mapPrefixLength) {
+        batched.written(key);
         cache.delete(shard, key, policy, mapPrefixLength);
     }
 
@@ -47,6 +51,7 @@ public final class ReadPathUpdates {
             CachePolicy policy,
             int mapPrefixLength,
             boolean wasAbsent) {
+        batched.written(key);
         cache.append(shard, key, operand, policy, mapPrefixLength, wasAbsent);
     }
 
@@ -56,10 +61,12 @@ public final class ReadPathUpdates {
     }
 
     public void clearMap(int shard, byte[] prefix) {
+        batched.rangeWritten();
         cache.clearMap(shard, prefix);
     }
 
     public void clearShard(int shard) {
+        batched.rangeWritten();
         cache.clearShard(shard);
     }
 }

@@ -14,6 +14,7 @@ import io.taishan.kv.protocol.ScanRange;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import javax.annotation.Nullable;
 
 /**
@@ -45,6 +46,10 @@ import javax.annotation.Nullable;
  * the key is in a later segment, the server's value plus the operands is exact; otherwise the read
  * is repeated (the in-flight batch has usually landed by then) and, after a few tries, the queue is
  * drained.
+ *
+ * <p><b>Batches.</b> A batch of reads can ask the server once per node for all its misses ({@link
+ * BatchedReads}: a probe pass, a fetch, then the batch's run taking the fetched values at the
+ * server's turn).
  */
 public final class StateReader {
     private static final int APPEND_READ_ATTEMPTS = 3;
@@ -54,13 +59,16 @@ public final class StateReader {
     private final ReadCache cache;
     private final ShardFilters filters;
     private final ReadMetrics metrics;
+    private final BatchedReads batched;
 
     public StateReader(
             KvStore store,
             WriteBatchQueue queue,
             ReadCache cache,
             ShardFilters filters,
-            ReadMetrics metrics) {
+            ReadMetrics metrics,
+            BatchedReads batched) {
+        this.batched = batched;
         this.store = store;
         this.queue = queue;
         this.cache = cache;
@@ -77,6 +85,12 @@ public final class StateReader {
     public byte[] get(ShardLease lease, byte[] key, CachePolicy policy, int mapPrefixLength) {
         int shard = lease.shard();
         byte[] cached = cache.get(shard, key, policy, mapPrefixLength);
+        if (batched.probing()) {
+            if (cached == null) {
+                probe(lease, key);
+            }
+            return null;
+        }
         if (cached != null) {
             metrics.cacheHit();
             return cached == StateCache.ABSENT ? null : cached;
@@ -121,9 +135,62 @@ public final class StateReader {
         }
     }
 
+    /** In a probe: notes the read if it would have asked the server. */
+    private void probe(ShardLease lease, byte[] key) {
+        if (queue.lookup(key).effect() == Effect.NONE
+                && filters.mightContain(lease.shard(), key)
+                && !batched.holds(key)) {
+            batched.note(lease, key);
+        }
+    }
+
+    /**
+     * Starts the probe pass of a batch ({@link BatchedReads}): until {@link #finishProbe}, every
+     * {@link #get} answers null and notes the reads that would ask the server. Task thread only.
+     */
+    public void startProbe() {
+        batched.startProbe();
+    }
+
+    /** Ends the probe pass: the reads it noted, each of a key with no pending write. */
+    public List<BatchedReads.PointRead> finishProbe() {
+        return batched.finishProbe();
+    }
+
+    /**
+     * Reads the noted keys with one {@code MultiGet} per kv-server node, without waiting; the
+     * future completes on a client thread. Any thread.
+     */
+    public CompletableFuture<List<byte[]>> fetch(List<BatchedReads.PointRead> reads) {
+        List<ShardLease> leases = new ArrayList<>(reads.size());
+        List<byte[]> keys = new ArrayList<>(reads.size());
+        for (BatchedReads.PointRead read : reads) {
+            leases.add(read.lease());
+            keys.add(read.key());
+        }
+        metrics.batchedFetch(reads.size());
+        return store.multiGetAsync(leases, keys);
+    }
+
+    /**
+     * Holds the fetched {@code values} of {@code reads} for the batch's run, until {@link
+     * #releaseFetched}: a {@link #get} takes one where it would ask the server. Task thread only.
+     */
+    public void holdFetched(List<BatchedReads.PointRead> reads, List<byte[]> values) {
+        batched.hold(reads, values);
+    }
+
+    /** After the batch's run: drops the fetched values no read took. Task thread only. */
+    public void releaseFetched() {
+        batched.release();
+    }
+
     @Nullable
     private byte[] readFromStore(ShardLease lease, byte[] key, boolean taskThread) {
         int shard = lease.shard();
+        if (taskThread && batched.holds(key)) {
+            return batched.take(key);
+        }
         if (!filters.mightContain(shard, key)) {
             metrics.filterAbsent();
             return null;

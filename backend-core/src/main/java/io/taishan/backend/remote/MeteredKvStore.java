@@ -143,6 +143,12 @@ public final class MeteredKvStore implements KvStore {
     }
 
     @Override
+    public CompletableFuture<List<byte[]>> multiGetAsync(
+            List<ShardLease> leases, List<byte[]> keys) {
+        return timedAsync(Kind.MULTI_GET, () -> delegate.multiGetAsync(leases, keys));
+    }
+
+    @Override
     public CloseableIterator<KvEntry> scan(
             ShardLease lease, ScanRange range, int pageSize, boolean keysOnly) {
         return timed(Kind.SCAN, () -> delegate.scan(lease, range, pageSize, keysOnly));

@@ -3,6 +3,7 @@ package io.taishan.backend.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.taishan.backend.read.BatchedReads;
 import io.taishan.backend.read.CachePolicy;
 import io.taishan.backend.read.ReadCache;
 import io.taishan.backend.read.ReadMetrics;
@@ -185,7 +186,8 @@ class WriteBatchQueueTest {
                         queue,
                         new ReadCache(noCache, 0, 2, TtlTimeProvider.DEFAULT),
                         noFilters,
-                        ReadMetrics.register(null, noCache, noFilters));
+                        ReadMetrics.register(null, noCache, noFilters),
+                        new BatchedReads());
         return reader.get(lease, key, CachePolicy.UNCACHED, 0);
     }
 

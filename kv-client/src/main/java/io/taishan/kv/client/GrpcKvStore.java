@@ -71,6 +71,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -83,6 +84,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -135,6 +137,10 @@ final class GrpcKvStore
     private final LargeValueTransfers large;
     private final ScheduledExecutorService retryScheduler;
     private final AtomicBoolean closed = new AtomicBoolean();
+
+    /** Reads the values too large for a MultiGet answer of {@link #multiGetAsync}. */
+    private final ExecutorService largeReads =
+            Executors.newCachedThreadPool(ClientThreads.daemon("taishan-kv-client-large-read"));
 
     private GrpcKvStore(
             ClusterDiscovery.Cluster cluster,
@@ -737,6 +743,119 @@ final class GrpcKvStore
             }
         }
         return values;
+    }
+
+    @Override
+    public CompletableFuture<List<byte[]>> multiGetAsync(
+            List<ShardLease> leases, List<byte[]> keys) {
+        if (leases.size() != keys.size()) {
+            throw new IllegalArgumentException(
+                    leases.size() + " leases for " + keys.size() + " keys: one lease per key");
+        }
+        ensureOpen();
+        if (keys.isEmpty()) {
+            return CompletableFuture.completedFuture(new ArrayList<>());
+        }
+        String table = leases.get(0).table();
+        TableInfo info = router.tableInfo(table);
+        Map<KvNode, List<Integer>> byNode = new LinkedHashMap<>();
+        for (int i = 0; i < keys.size(); i++) {
+            ShardLease lease = leases.get(i);
+            if (!lease.table().equals(table)) {
+                throw new IllegalArgumentException(
+                        "one multiGetAsync call covers one table, got '"
+                                + table
+                                + "' and '"
+                                + lease.table()
+                                + "'");
+            }
+            byNode.computeIfAbsent(router.nodeFor(info, lease), n -> new ArrayList<>()).add(i);
+        }
+        // Requests in flight, each with the indexes of the keys it asks for, in its order.
+        List<int[]> asked = new ArrayList<>();
+        List<CompletableFuture<MultiGetResponse>> pending = new ArrayList<>();
+        for (Map.Entry<KvNode, List<Integer>> entry : byNode.entrySet()) {
+            List<KeyRef> refs = new ArrayList<>(entry.getValue().size());
+            for (int i : entry.getValue()) {
+                ByteString wrapped = UnsafeByteOperations.unsafeWrap(keys.get(i));
+                splitter.checkKey(wrapped, "multi-get", leases.get(i).shard());
+                refs.add(
+                        KeyRef.newBuilder()
+                                .setShard(shardRef(leases.get(i)))
+                                .setKey(wrapped)
+                                .build());
+            }
+            int next = 0;
+            for (MultiGetRequest request : splitter.splitMultiGet(table, refs)) {
+                int[] indexes = new int[request.getKeysCount()];
+                for (int j = 0; j < indexes.length; j++) {
+                    indexes[j] = entry.getValue().get(next++);
+                }
+                asked.add(indexes);
+                pending.add(
+                        caller.unaryAsync(
+                                entry.getKey(),
+                                KvNode.Lane.READ,
+                                KvServiceGrpc.getMultiGetMethod(),
+                                request,
+                                true,
+                                GrpcKvStore::describeMultiGet));
+            }
+        }
+        return CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]))
+                .handle((ignored, failure) -> joinAll(pending, table))
+                .thenCompose(responses -> multiGetValues(leases, keys, asked, responses));
+    }
+
+    /** The values of answered MultiGets by key index, chunked ones read by streams of their own. */
+    private CompletableFuture<List<byte[]>> multiGetValues(
+            List<ShardLease> leases,
+            List<byte[]> keys,
+            List<int[]> asked,
+            List<MultiGetResponse> responses) {
+        byte[][] values = new byte[keys.size()][];
+        List<Integer> chunked = new ArrayList<>();
+        for (int r = 0; r < responses.size(); r++) {
+            MultiGetResponse response = responses.get(r);
+            int[] indexes = asked.get(r);
+            if (response.getValuesCount() != indexes.length) {
+                throw new KvException(
+                        ErrorCode.ERROR_CODE_UNSPECIFIED,
+                        "MultiGet answered "
+                                + response.getValuesCount()
+                                + " values for "
+                                + indexes.length
+                                + " keys",
+                        router.nodeFor(
+                                        leases.get(indexes[0]).table(),
+                                        leases.get(indexes[0]).shard())
+                                .address(),
+                        null);
+            }
+            for (int j = 0; j < indexes.length; j++) {
+                ValueResult value = response.getValues(j);
+                if (value.getValueChunked()) {
+                    chunked.add(indexes[j]);
+                } else if (value.getFound()) {
+                    values[indexes[j]] = value.getValue().toByteArray();
+                }
+            }
+        }
+        if (chunked.isEmpty()) {
+            return CompletableFuture.completedFuture(Arrays.asList(values));
+        }
+        // Streams block: read them off the thread that delivered the answers.
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    for (int i : chunked) {
+                        values[i] =
+                                readChunked(
+                                        leases.get(i),
+                                        UnsafeByteOperations.unsafeWrap(keys.get(i)));
+                    }
+                    return Arrays.asList(values);
+                },
+                largeReads);
     }
 
     @Override
@@ -1797,6 +1916,7 @@ final class GrpcKvStore
             return;
         }
         retryScheduler.shutdownNow();
+        largeReads.shutdownNow();
         refresher.close();
         List<KvNode.Connections> all = connections.all();
         for (KvNode.Connections c : all) {

@@ -83,6 +83,15 @@ public interface KvStore extends AutoCloseable {
     List<byte[]> multiGet(ShardLease lease, List<byte[]> keys);
 
     /**
+     * The values (null where absent) of keys of any shards of one table, {@code leases.get(i)}
+     * holding {@code keys.get(i)}, without waiting: one MultiGet per kv-server node (more where one
+     * would exceed the server's limits), all in flight at once. The future completes on a client
+     * thread, or fails as {@link #multiGet} would throw. A value too large for a MultiGet answer is
+     * read by a stream of its own before the future completes.
+     */
+    CompletableFuture<List<byte[]>> multiGetAsync(List<ShardLease> leases, List<byte[]> keys);
+
+    /**
      * The entries of a range in unsigned byte order, fetched page by page ({@code pageSize} entries
      * at most per round trip; 0 for the server's limit), so memory stays bounded.
      */

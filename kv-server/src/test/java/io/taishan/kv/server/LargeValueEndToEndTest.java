@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.ExecutorService;
@@ -114,6 +115,16 @@ class LargeValueEndToEndTest {
         assertThat(values.get(2)).isEqualTo(bytes("small c"));
         assertThat(values.get(3)).isNull();
         assertThat(Arrays.equals(values.get(4), big2)).isTrue();
+        // The same without waiting: the large values are read by their own streams.
+        List<byte[]> async =
+                kv.multiGetAsync(
+                                Collections.nCopies(5, lease),
+                                List.of(key("a"), key("b"), key("c"), key("d"), key("e")))
+                        .join();
+        assertThat(async.get(0)).isEqualTo(bytes("small a"));
+        assertThat(Arrays.equals(async.get(1), big1)).isTrue();
+        assertThat(async.get(3)).isNull();
+        assertThat(Arrays.equals(async.get(4), big2)).isTrue();
 
         List<String> keys = new ArrayList<>();
         List<byte[]> scanned = new ArrayList<>();

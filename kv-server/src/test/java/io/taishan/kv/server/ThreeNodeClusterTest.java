@@ -99,6 +99,22 @@ class ThreeNodeClusterTest {
                             .extracting(KvStoreEndToEndTest::s)
                             .containsExactly("later-" + shard, null);
                 }
+                // Keys of every shard, on all three nodes, in one call: one answer per key, in
+                // order.
+                List<ShardLease> across = new ArrayList<>();
+                List<byte[]> acrossKeys = new ArrayList<>();
+                List<String> expectedAcross = new ArrayList<>();
+                for (int shard = SHARDS - 1; shard >= 0; shard--) {
+                    across.add(leases.get(shard));
+                    acrossKeys.add(b("k"));
+                    expectedAcross.add("later-" + shard);
+                    across.add(leases.get(shard));
+                    acrossKeys.add(b("x"));
+                    expectedAcross.add(null);
+                }
+                assertThat(kv.multiGetAsync(across, acrossKeys).join())
+                        .extracting(KvStoreEndToEndTest::s)
+                        .containsExactlyElementsOf(expectedAcross);
 
                 // Each node holds exactly the shards the map gives it.
                 for (int node = 0; node < 3; node++) {
