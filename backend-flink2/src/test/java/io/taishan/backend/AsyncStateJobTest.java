@@ -95,9 +95,10 @@ class AsyncStateJobTest {
     private static JobID submit(boolean async, int parallelism, String savepoint) throws Exception {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setMaxParallelism(16);
-        // One record per key in flight and ten keys: a batch never fills, so each request round
-        // would wait out Flink's default 1 s buffer timeout.
-        env.getConfig().setAsyncStateActiveBufferTimeout(5);
+        // One record per key in flight and ten keys: a batch of Flink's default 1000 requests
+        // never fills, so each round of a record's requests would wait out its 1 s timeout (and
+        // Flink looks at the timeout only every 100 ms). Batches are the model test's subject.
+        env.getConfig().setAsyncStateActiveBufferSize(1);
         var keyed =
                 env.addSource(new MiniClusterJobTest.LimitedSource())
                         .setParallelism(1)
