@@ -3,8 +3,6 @@ package io.taishan.backend.async;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.taishan.backend.TaishanOptions;
-import io.taishan.backend.TaishanStateBackend;
-import io.taishan.backend.read.ReadMetrics;
 import io.taishan.kv.server.EmbeddedKvServer;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -14,11 +12,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Random;
 import java.util.TreeMap;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RunnableFuture;
-import java.util.concurrent.atomic.AtomicReference;
 import org.apache.flink.api.common.JobID;
-import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.v2.ListState;
 import org.apache.flink.api.common.state.v2.ListStateDescriptor;
 import org.apache.flink.api.common.state.v2.MapState;
@@ -27,27 +21,8 @@ import org.apache.flink.api.common.state.v2.ValueState;
 import org.apache.flink.api.common.state.v2.ValueStateDescriptor;
 import org.apache.flink.api.common.typeutils.base.LongSerializer;
 import org.apache.flink.configuration.Configuration;
-import org.apache.flink.core.fs.CloseableRegistry;
-import org.apache.flink.metrics.groups.UnregisteredMetricsGroup;
-import org.apache.flink.runtime.asyncprocessing.EpochManager;
-import org.apache.flink.runtime.asyncprocessing.RecordContext;
-import org.apache.flink.runtime.asyncprocessing.StateExecutionController;
-import org.apache.flink.runtime.asyncprocessing.StateExecutor;
-import org.apache.flink.runtime.asyncprocessing.declare.DeclarationManager;
-import org.apache.flink.runtime.checkpoint.CheckpointOptions;
-import org.apache.flink.runtime.checkpoint.CheckpointType;
 import org.apache.flink.runtime.operators.testutils.MockEnvironment;
-import org.apache.flink.runtime.state.AsyncKeyedStateBackend;
-import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
-import org.apache.flink.runtime.state.KeyGroupRange;
-import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
-import org.apache.flink.runtime.state.SnapshotResult;
-import org.apache.flink.runtime.state.VoidNamespace;
-import org.apache.flink.runtime.state.VoidNamespaceSerializer;
-import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
-import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
-import org.apache.flink.util.function.ThrowingRunnable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -80,171 +55,34 @@ class TaishanAsyncStateModelTest {
         server.close();
     }
 
-    /** The task's mailbox: mails from any thread, run by the test's thread when it yields. */
-    static final class TestMailbox implements MailboxExecutor {
-        private final LinkedBlockingQueue<ThrowingRunnable<? extends Exception>> mails =
-                new LinkedBlockingQueue<>();
-
-        @Override
-        public void execute(
-                MailOptions options,
-                ThrowingRunnable<? extends Exception> command,
-                String descriptionFormat,
-                Object... descriptionArgs) {
-            mails.add(command);
-        }
-
-        @Override
-        public void yield() throws InterruptedException {
-            run(mails.take());
-        }
-
-        @Override
-        public boolean tryYield() {
-            ThrowingRunnable<? extends Exception> mail = mails.poll();
-            if (mail == null) {
-                return false;
-            }
-            run(mail);
-            return true;
-        }
-
-        @Override
-        public boolean shouldInterrupt() {
-            return false;
-        }
-
-        private static void run(ThrowingRunnable<? extends Exception> mail) {
-            try {
-                mail.run();
-            } catch (Exception e) {
-                throw new AssertionError(e);
-            }
-        }
-    }
-
-    /** A running operator: its backend, execution controller and states. */
+    /** The rig and the states the records use. */
     private static final class Operator implements AutoCloseable {
-        final AsyncKeyedStateBackend<Long> backend;
-        final StateExecutionController<Long> controller;
+        final AsyncOperatorRig rig;
         final ValueState<Long> count;
         final ListState<Long> sequence;
         final MapState<Long, Long> last;
-        final AtomicReference<Throwable> failure = new AtomicReference<>();
-        final TestMailbox mailbox = new TestMailbox();
-        StateExecutor executor;
 
         Operator(JobID job, String cacheType, Collection<KeyedStateHandle> restored)
                 throws Exception {
             Configuration config = new Configuration();
+            config.set(TaishanOptions.KV_ADDRESS, server.address());
             config.set(TaishanOptions.CACHE_TYPE, cacheType);
-            TaishanStateBackend stateBackend =
-                    new TaishanStateBackend()
-                            .setKvAddress(server.address())
-                            .configure(config, getClass().getClassLoader());
-            backend =
-                    stateBackend.createAsyncKeyedStateBackend(
-                            new KeyedStateBackendParametersImpl<>(
-                                    env,
-                                    job,
-                                    "model_op",
-                                    LongSerializer.INSTANCE,
-                                    KEY_GROUPS,
-                                    KeyGroupRange.of(0, KEY_GROUPS - 1),
-                                    env.getTaskKvStateRegistry(),
-                                    TtlTimeProvider.DEFAULT,
-                                    new UnregisteredMetricsGroup(),
-                                    restored,
-                                    new CloseableRegistry()));
-            controller =
-                    new StateExecutionController<>(
-                            mailbox,
-                            (message, e) -> failure.compareAndSet(null, e),
-                            executor = backend.createStateExecutor(),
-                            new DeclarationManager(),
-                            EpochManager.ParallelMode.SERIAL_BETWEEN_EPOCH,
-                            KEY_GROUPS,
-                            100,
-                            1_000,
-                            6_000,
-                            backend,
-                            null);
-            backend.setup(controller);
-            count =
-                    backend.getOrCreateKeyedState(
-                            VoidNamespace.INSTANCE,
-                            VoidNamespaceSerializer.INSTANCE,
-                            new ValueStateDescriptor<>("count", LongSerializer.INSTANCE));
-            sequence =
-                    backend.getOrCreateKeyedState(
-                            VoidNamespace.INSTANCE,
-                            VoidNamespaceSerializer.INSTANCE,
-                            new ListStateDescriptor<>("sequence", LongSerializer.INSTANCE));
+            rig = new AsyncOperatorRig(env, job, KEY_GROUPS, config, 100, restored);
+            count = rig.state(new ValueStateDescriptor<>("count", LongSerializer.INSTANCE));
+            sequence = rig.state(new ListStateDescriptor<>("sequence", LongSerializer.INSTANCE));
             last =
-                    backend.getOrCreateKeyedState(
-                            VoidNamespace.INSTANCE,
-                            VoidNamespaceSerializer.INSTANCE,
+                    rig.state(
                             new MapStateDescriptor<>(
                                     "last", LongSerializer.INSTANCE, LongSerializer.INSTANCE));
         }
 
-        /** Runs {@code body} as the processing of one record of {@code key}. */
         void record(long key, Runnable body) {
-            RecordContext<Long> context = controller.buildContext(new Object(), key);
-            context.retain();
-            controller.setCurrentContext(context);
-            // As Flink's keyed operators: the body runs once no earlier record of the key is in
-            // flight.
-            controller.syncPointRequestWithCallback(body::run, false);
-            context.release();
-        }
-
-        /** Waits for every record in flight; fails with what failed a request or callback. */
-        void drain() throws InterruptedException {
-            long deadline = System.nanoTime() + 60_000_000_000L;
-            while (controller.getInFlightRecordNum() > 0 && failure.get() == null) {
-                if (!mailbox.tryYield()) {
-                    controller.triggerIfNeeded(true);
-                    Thread.sleep(1);
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError(
-                            controller.getInFlightRecordNum()
-                                    + " records still in flight; "
-                                    + executor
-                                    + ", mails "
-                                    + mailbox.mails.size());
-                }
-            }
-            if (failure.get() != null) {
-                throw new AssertionError("a request or callback failed", failure.get());
-            }
-        }
-
-        KeyedStateHandle checkpoint(long id) throws Exception {
-            drain();
-            RunnableFuture<SnapshotResult<KeyedStateHandle>> future =
-                    backend.snapshot(
-                            id,
-                            id,
-                            new MemCheckpointStreamFactory(4 << 20),
-                            new CheckpointOptions(
-                                    CheckpointType.CHECKPOINT,
-                                    CheckpointStorageLocationReference.getDefault()));
-            future.run();
-            return future.get().getJobManagerOwnedSnapshot();
-        }
-
-        ReadMetrics readMetrics() {
-            return ((TaishanAsyncKeyedStateBackend<Long>) backend).syncBackend().readMetrics();
+            rig.record(key, body);
         }
 
         @Override
         public void close() throws Exception {
-            drain();
-            controller.close();
-            backend.dispose();
-            backend.close();
+            rig.close();
         }
     }
 
@@ -274,8 +112,8 @@ class TaishanAsyncStateModelTest {
                     op.record(key, () -> issue(op, model, key, kind, value, mismatches));
                     reads++;
                 }
-                restored = List.of(op.checkpoint(round + 1));
-                fetches += op.readMetrics().batchedFetches();
+                restored = List.of(op.rig.checkpoint(round + 1));
+                fetches += op.rig.readMetrics().batchedFetches();
             }
         }
         try (Operator op = new Operator(job, cacheType, restored)) {
@@ -283,7 +121,7 @@ class TaishanAsyncStateModelTest {
                 long k = key;
                 op.record(k, () -> checkAll(op, model, k, mismatches));
             }
-            op.drain();
+            op.rig.drain();
         }
         assertThat(mismatches).isEmpty();
         if (cacheType.equals("none")) {
