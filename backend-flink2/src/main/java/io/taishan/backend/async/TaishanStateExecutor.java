@@ -23,6 +23,8 @@ import org.apache.flink.runtime.state.internal.InternalAggregatingState;
 import org.apache.flink.runtime.state.internal.InternalKvState;
 import org.apache.flink.runtime.state.internal.InternalReducingState;
 import org.apache.flink.runtime.state.v2.adaptor.CompleteStateIterator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Serves Flink's batches of asynchronous state requests for one operator, on the task thread,
@@ -50,6 +52,8 @@ import org.apache.flink.runtime.state.v2.adaptor.CompleteStateIterator;
  * never shared between threads (FLINK-37463).
  */
 final class TaishanStateExecutor implements StateExecutor {
+    private static final Logger LOG = LoggerFactory.getLogger(TaishanStateExecutor.class);
+
     private final TaishanAsyncKeyedStateBackend<?> backend;
     private final StateReader reader;
     @Nullable private MailboxExecutor mailbox;
@@ -119,7 +123,7 @@ final class TaishanStateExecutor implements StateExecutor {
                     (values, failure) -> {
                         try {
                             taskThread.execute(
-                                    () -> fetched(batch, misses, values),
+                                    () -> fetched(batch, misses, values, failure),
                                     "Taishan state requests after their fetch");
                         } catch (RejectedExecutionException closing) {
                             // The task is going away; nothing waits for this batch.
@@ -129,9 +133,18 @@ final class TaishanStateExecutor implements StateExecutor {
     }
 
     private void fetched(
-            Batch batch, List<BatchedReads.PointRead> misses, @Nullable List<byte[]> values) {
+            Batch batch,
+            List<BatchedReads.PointRead> misses,
+            @Nullable List<byte[]> values,
+            @Nullable Throwable failure) {
         fetching = false;
-        if (values != null) {
+        if (failure != null) {
+            LOG.warn(
+                    "Reading the {} cache misses of a batch of state requests together failed;"
+                            + " each read asks the kv-server itself.",
+                    misses.size(),
+                    failure);
+        } else if (values != null) {
             reader.holdFetched(misses, values);
         }
         try {
