@@ -137,9 +137,7 @@ public final class StateReader {
 
     /** In a probe: notes the read if it would have asked the server. */
     private void probe(ShardLease lease, byte[] key) {
-        if (queue.lookup(key).effect() == Effect.NONE
-                && filters.mightContain(lease.shard(), key)
-                && !batched.holds(key)) {
+        if (queue.lookup(key).effect() == Effect.NONE && filters.mightContain(lease.shard(), key)) {
             batched.note(lease, key);
         }
     }

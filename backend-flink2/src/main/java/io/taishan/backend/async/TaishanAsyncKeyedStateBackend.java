@@ -2,6 +2,7 @@ package io.taishan.backend.async;
 
 import io.taishan.backend.TaishanKeyedStateBackend;
 import java.io.IOException;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.RunnableFuture;
@@ -57,7 +58,7 @@ public final class TaishanAsyncKeyedStateBackend<K> implements AsyncKeyedStateBa
     /** The synchronous state under each V2 state this backend made. */
     private final Map<State, InternalKvState<K, ?, ?>> syncStates = new IdentityHashMap<>();
 
-    private final Map<String, State> byName = new java.util.HashMap<>();
+    private final Map<String, State> byName = new HashMap<>();
     @Nullable private StateRequestHandler handler;
 
     public TaishanAsyncKeyedStateBackend(TaishanKeyedStateBackend<K> backend) {
