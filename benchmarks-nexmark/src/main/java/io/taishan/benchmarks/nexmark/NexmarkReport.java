@@ -25,15 +25,17 @@ import org.knowm.xchart.style.Styler;
 /**
  * The report of {@code bin/taishan-nexmark}: every run's JSON ({@link NexmarkRun}) in {@code
  * --runs} to one Markdown file (a summary table, then a table per query with every figure of every
- * backend), one JSON file with them all, and two PNG charts (events/s per query and backend;
- * Taishan's events/s as a multiple of RocksDB's). A result is called identical when every backend
- * that finished the query has the same row count and, for a query whose result does not depend on
- * arrival order, the same digest.
+ * backend), one JSON file with them all, and two PNG charts (events/s per query and backend; the
+ * events/s of every backend but RocksDB and HashMap as a multiple of RocksDB's). A result is called
+ * identical when every backend that finished the query has the same row count and, for a query
+ * whose result does not depend on arrival order, the same digest.
  */
 public final class NexmarkReport {
     static final String TAISHAN = "TAISHAN";
     static final String ROCKSDB = "ROCKSDB";
-    static final List<String> BACKEND_ORDER = List.of(TAISHAN, ROCKSDB, "HASHMAP");
+    static final String HASHMAP = "HASHMAP";
+    static final List<String> BACKEND_ORDER =
+            List.of(TAISHAN, "TAISHAN_ASYNC", "FORST", ROCKSDB, HASHMAP);
 
     private final Map<String, Map<String, JsonObject>> runs =
             new TreeMap<>(NexmarkReport::byNumber);
@@ -105,9 +107,15 @@ public final class NexmarkReport {
                     JsonObject q = new JsonObject();
                     byBackend.forEach(q::add);
                     q.addProperty("identical", identical(query));
-                    ratio(query).ifPresent(r -> q.addProperty("taishanVsRocksDb", r));
-                    secondHalfRatio(query)
-                            .ifPresent(r -> q.addProperty("taishanVsRocksDbSecondHalf", r));
+                    JsonObject vsRocksDb = new JsonObject();
+                    JsonObject vsRocksDbSecondHalf = new JsonObject();
+                    for (String b : compared()) {
+                        ratio(query, b).ifPresent(r -> vsRocksDb.addProperty(b, r));
+                        secondHalfRatio(query, b)
+                                .ifPresent(r -> vsRocksDbSecondHalf.addProperty(b, r));
+                    }
+                    q.add("vsRocksDb", vsRocksDb);
+                    q.add("vsRocksDbSecondHalf", vsRocksDbSecondHalf);
                     all.add(query, q);
                 });
         return all;
@@ -139,13 +147,29 @@ public final class NexmarkReport {
                 : Optional.empty();
     }
 
-    private Optional<Double> ratio(String query) {
-        return ratio(eventsPerSecond(query, TAISHAN), eventsPerSecond(query, ROCKSDB));
+    /** The backends whose events/s are given as a multiple of RocksDB's. */
+    private List<String> compared() {
+        return backends.stream().filter(b -> !b.equals(ROCKSDB) && !b.equals(HASHMAP)).toList();
     }
 
-    private Optional<Double> secondHalfRatio(String query) {
+    private static String label(String backend) {
+        return switch (backend) {
+            case TAISHAN -> "Taishan";
+            case "TAISHAN_ASYNC" -> "Taishan async";
+            case "FORST" -> "ForSt";
+            case ROCKSDB -> "RocksDB";
+            case HASHMAP -> "HashMap";
+            default -> backend;
+        };
+    }
+
+    private Optional<Double> ratio(String query, String backend) {
+        return ratio(eventsPerSecond(query, backend), eventsPerSecond(query, ROCKSDB));
+    }
+
+    private Optional<Double> secondHalfRatio(String query, String backend) {
         return ratio(
-                secondHalfEventsPerSecond(query, TAISHAN),
+                secondHalfEventsPerSecond(query, backend),
                 secondHalfEventsPerSecond(query, ROCKSDB));
     }
 
@@ -187,7 +211,9 @@ public final class NexmarkReport {
 
     private String markdown(String machine, Path outDir, List<Path> charts) {
         StringBuilder md = new StringBuilder();
-        md.append("# Nexmark: Taishan, Flink's RocksDB backend and HashMap\n\n");
+        md.append("# Nexmark: ")
+                .append(String.join(", ", backends.stream().map(NexmarkReport::label).toList()))
+                .append("\n\n");
         JsonObject any =
                 runs.values().stream()
                         .flatMap(q -> q.values().stream())
@@ -206,10 +232,11 @@ public final class NexmarkReport {
         md.append(
                 String.format(
                         Locale.ROOT,
-                        "%,d events per run (%s events/s of event time, seed %s), parallelism %s,"
+                        "Flink %s, %,d events per run (%s events/s of event time, seed %s), parallelism %s,"
                                 + " max parallelism %s, checkpoints every %s, managed memory %s,"
                                 + " mini-batch %s; one fresh JVM per query and backend%s,"
                                 + " backends alternating query by query.\n\n",
+                        any.has("flinkVersion") ? any.get("flinkVersion").getAsString() : "?",
                         any.get("option.events").getAsLong(),
                         any.get("option.event-rate").getAsString(),
                         any.get("option.seed").getAsString(),
@@ -225,13 +252,18 @@ public final class NexmarkReport {
         md.append("## Summary\n\n");
         md.append("| query |");
         backends.forEach(b -> md.append(' ').append(b).append(" events/s |"));
-        md.append(" Taishan ÷ RocksDB | Taishan ÷ RocksDB, second half | checkpoint median ms (");
+        for (String b : compared()) {
+            md.append(' ').append(label(b)).append(" ÷ RocksDB | ");
+            md.append(label(b)).append(" ÷ RocksDB, second half |");
+        }
+        md.append(" checkpoint median ms (");
         md.append(String.join(" / ", backends)).append(") | start s (");
         md.append(String.join(" / ", backends)).append(") | identical |\n|---|");
         backends.forEach(b -> md.append("---:|"));
-        md.append("---:|---:|---:|---:|---|\n");
-        List<Double> ratios = new ArrayList<>();
-        List<Double> secondHalfRatios = new ArrayList<>();
+        compared().forEach(b -> md.append("---:|---:|"));
+        md.append("---:|---:|---|\n");
+        Map<String, List<Double>> ratios = new LinkedHashMap<>();
+        Map<String, List<Double>> secondHalfRatios = new LinkedHashMap<>();
         for (String query : runs.keySet()) {
             md.append("| ").append(query).append(" |");
             for (String b : backends) {
@@ -242,15 +274,22 @@ public final class NexmarkReport {
                                         .orElse(failed(query, b)))
                         .append(" |");
             }
-            Optional<Double> ratio = ratio(query);
-            ratio.ifPresent(ratios::add);
-            md.append(' ')
-                    .append(ratio.map(r -> String.format(Locale.ROOT, "%.2f", r)).orElse("-"));
-            Optional<Double> secondHalf = secondHalfRatio(query);
-            secondHalf.ifPresent(secondHalfRatios::add);
-            md.append(" | ")
-                    .append(secondHalf.map(r -> String.format(Locale.ROOT, "%.2f", r)).orElse("-"));
-            md.append(" | ").append(joined(query, r -> checkpointMedian(r)));
+            for (String b : compared()) {
+                Optional<Double> ratio = ratio(query, b);
+                ratio.ifPresent(ratios.computeIfAbsent(b, k -> new ArrayList<>())::add);
+                md.append(' ')
+                        .append(ratio.map(r -> String.format(Locale.ROOT, "%.2f", r)).orElse("-"));
+                Optional<Double> secondHalf = secondHalfRatio(query, b);
+                secondHalf.ifPresent(
+                        secondHalfRatios.computeIfAbsent(b, k -> new ArrayList<>())::add);
+                md.append(" | ")
+                        .append(
+                                secondHalf
+                                        .map(r -> String.format(Locale.ROOT, "%.2f", r))
+                                        .orElse("-"))
+                        .append(" |");
+            }
+            md.append(' ').append(joined(query, r -> checkpointMedian(r)));
             md.append(" | ")
                     .append(
                             joined(
@@ -262,17 +301,21 @@ public final class NexmarkReport {
                                                     r.get("startSeconds").getAsDouble())));
             md.append(" | ").append(identical(query)).append(" |\n");
         }
-        if (!ratios.isEmpty()) {
-            md.append("\nGeometric mean of Taishan ÷ RocksDB over ")
-                    .append(ratios.size())
-                    .append(" queries: **")
-                    .append(geomean(ratios))
-                    .append("** (whole run)");
-            if (secondHalfRatios.size() == ratios.size()) {
-                md.append(", **").append(geomean(secondHalfRatios)).append("** (second half)");
-            }
-            md.append(".\n");
-        }
+        ratios.forEach(
+                (b, whole) -> {
+                    List<Double> half = secondHalfRatios.getOrDefault(b, List.of());
+                    md.append("\nGeometric mean of ")
+                            .append(label(b))
+                            .append(" ÷ RocksDB over ")
+                            .append(whole.size())
+                            .append(" queries: **")
+                            .append(geomean(whole))
+                            .append("** (whole run)");
+                    if (half.size() == whole.size()) {
+                        md.append(", **").append(geomean(half)).append("** (second half)");
+                    }
+                    md.append(".\n");
+                });
         md.append(
                 "\nevents/s: the run's events over the time from the first event made (held until"
                         + " every subtask was RUNNING) to the last sink subtask's end of input."
@@ -565,18 +608,29 @@ public final class NexmarkReport {
             }
             written.add(save(chart, dir.resolve("nexmark-events-per-second.png"), min, max));
         }
-        List<String> both = runs.keySet().stream().filter(q -> ratio(q).isPresent()).toList();
-        if (!both.isEmpty()) {
+        List<String> compared = compared();
+        List<String> both =
+                runs.keySet().stream()
+                        .filter(q -> compared.stream().allMatch(b -> ratio(q, b).isPresent()))
+                        .toList();
+        if (!compared.isEmpty() && !both.isEmpty()) {
+            String whose =
+                    compared.size() == 1 ? label(compared.get(0)) + "'s events/s" : "events/s";
             CategoryChart chart =
                     chart(
-                            "Taishan's events/s as a multiple of RocksDB's (log scale; 1 = as fast)",
+                            whose + " as a multiple of RocksDB's (log scale; 1 = as fast)",
                             "× RocksDB");
-            List<Double> ratios =
-                    new ArrayList<>(both.stream().map(q -> ratio(q).orElseThrow()).toList());
-            chart.addSeries("whole run", both, List.copyOf(ratios));
-            if (both.stream().allMatch(q -> secondHalfRatio(q).isPresent())) {
+            List<Double> ratios = new ArrayList<>();
+            for (String b : compared) {
+                List<Double> whole = both.stream().map(q -> ratio(q, b).orElseThrow()).toList();
+                chart.addSeries(compared.size() == 1 ? "whole run" : label(b), both, whole);
+                ratios.addAll(whole);
+            }
+            String only = compared.get(0);
+            if (compared.size() == 1
+                    && both.stream().allMatch(q -> secondHalfRatio(q, only).isPresent())) {
                 List<Double> half =
-                        both.stream().map(q -> secondHalfRatio(q).orElseThrow()).toList();
+                        both.stream().map(q -> secondHalfRatio(q, only).orElseThrow()).toList();
                 chart.addSeries("second half", both, half);
                 ratios.addAll(half);
             }

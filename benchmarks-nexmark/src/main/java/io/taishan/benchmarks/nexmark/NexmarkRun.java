@@ -45,6 +45,7 @@ import org.apache.flink.runtime.jobgraph.JobGraph;
 import org.apache.flink.runtime.jobmaster.JobResult;
 import org.apache.flink.runtime.minicluster.MiniCluster;
 import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.runtime.util.EnvironmentInformation;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.table.api.bridge.java.StreamStatementSet;
@@ -140,6 +141,7 @@ public final class NexmarkRun {
         result.addProperty("query", query.id());
         result.addProperty("title", query.title());
         result.addProperty("backend", backendName);
+        result.addProperty("flinkVersion", EnvironmentInformation.getVersion());
         opts.forEach((k, v) -> result.addProperty("option." + k, v));
         int status = 0;
         try (JobBackend backend =

@@ -6,7 +6,6 @@ import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.table.connector.ChangelogMode;
 import org.apache.flink.table.connector.sink.DynamicTableSink;
-import org.apache.flink.table.connector.sink.SinkFunctionProvider;
 import org.apache.flink.table.data.RowData;
 import org.apache.flink.table.factories.DynamicTableSinkFactory;
 import org.apache.flink.table.factories.FactoryUtil;
@@ -57,10 +56,9 @@ public final class ResultCaptureFactory implements DynamicTableSinkFactory {
         }
 
         @Override
-        @SuppressWarnings("deprecation")
         public SinkRuntimeProvider getSinkRuntimeProvider(Context context) {
             // A SinkFunction, for its accumulators: Sink V2's writer context has none.
-            return SinkFunctionProvider.of(new ResultSink(types, dumpDir));
+            return RowSinkFunction.provider(new ResultSink(types, dumpDir));
         }
 
         @Override

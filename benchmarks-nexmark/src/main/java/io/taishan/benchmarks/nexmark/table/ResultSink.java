@@ -33,9 +33,7 @@ import org.apache.flink.types.RowKind;
  * the end to {@code part-<subtask>} ({@code count TAB row}); a retraction may reach another subtask
  * than its insert, so only the sum over the parts is the result ({@code NexmarkRun} merges them).
  */
-@SuppressWarnings("deprecation")
-final class ResultSink
-        extends org.apache.flink.streaming.api.functions.sink.RichSinkFunction<RowData> {
+final class ResultSink extends RowSinkFunction {
     private static final long serialVersionUID = 1L;
     private static final char FIELD_SEPARATOR = '\u001f';
 
