@@ -150,6 +150,11 @@ public final class StateReader {
         batched.startProbe();
     }
 
+    /** The reads that asked the server so far: {@link ReadMetrics#remoteGets}. */
+    public long remoteGets() {
+        return metrics.remoteGets();
+    }
+
     /** Ends the probe pass: the reads it noted, each of a key with no pending write. */
     public List<BatchedReads.PointRead> finishProbe() {
         return batched.finishProbe();

@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li>When Flink hands it over: its reads are probed through the read chain, and the keys that
  *       would need the server are fetched with one {@code MultiGet} per kv-server node. With none,
- *       the batch runs at once.
+ *       the batch runs at once. While probes find nothing to fetch, batches skip them ({@link
+ *       ProbePolicy}).
  *   <li>When the fetch answers: a mail to the task thread runs every request in order on the
  *       synchronous state of its name, the fetched values standing in for the server's answers, and
  *       completes its future.
@@ -62,6 +63,8 @@ final class TaishanStateExecutor implements StateExecutor {
     private final ArrayDeque<Batch> waiting = new ArrayDeque<>();
 
     private boolean fetching;
+
+    private final ProbePolicy probes = new ProbePolicy();
 
     TaishanStateExecutor(TaishanAsyncKeyedStateBackend<?> backend) {
         this.backend = backend;
@@ -103,7 +106,14 @@ final class TaishanStateExecutor implements StateExecutor {
     private void startWaiting() {
         while (!fetching && !waiting.isEmpty()) {
             Batch batch = waiting.poll();
+            if (!probes.probeNext()) {
+                long remoteGets = reader.remoteGets();
+                run(batch);
+                probes.ranDirect(reader.remoteGets() - remoteGets);
+                continue;
+            }
             List<BatchedReads.PointRead> misses = probe(batch.requests());
+            probes.probed(misses.size());
             if (misses.isEmpty()) {
                 run(batch);
                 continue;
