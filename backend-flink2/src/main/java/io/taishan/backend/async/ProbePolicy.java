@@ -14,8 +14,7 @@ package io.taishan.backend.async;
  *
  * <p>Cost model: in direct mode a batch's misses are read one {@code Get} each, on the task thread,
  * as the synchronous backend reads them. That happens for at most the one batch in which misses
- * come back (or until the next recheck, if a batch's misses were all answered absent by the
- * server); every batch after it is probed again. Task thread only.
+ * come back: every batch after it is probed again. Task thread only.
  */
 final class ProbePolicy {
     static final int QUIET_PROBES = 8;
