@@ -8,9 +8,9 @@ package io.taishan.backend.async;
  * batch runs, so it pays only when some reads would go to the server. When the state sits in the
  * read cache, or its keys are new, no probe finds a miss and each costs the operator a second
  * lookup per read (on Nexmark q4, where the state stays cached, probes took 11.7% of the operator
- * thread's profile samples). So after {@link #QUIET_PROBES} probes in a row without a miss, batches run
- * directly; one in {@link #RECHECK_EVERY} is still probed, and a direct batch whose reads went to
- * the server turns probing back on at once.
+ * thread's profile samples). So after {@link #QUIET_PROBES} probes in a row without a miss, batches
+ * run directly; one in {@link #RECHECK_EVERY} is still probed, and a direct batch whose reads went
+ * to the server turns probing back on at once.
  *
  * <p>Cost model: in direct mode a batch's misses are read one {@code Get} each, on the task thread,
  * as the synchronous backend reads them. That happens for at most the one batch in which misses
