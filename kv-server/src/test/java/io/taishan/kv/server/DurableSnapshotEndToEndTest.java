@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import java.util.zip.CRC32C;
@@ -257,6 +258,88 @@ class DurableSnapshotEndToEndTest {
                         .extracting(DurableCut::cutId)
                         .containsAnyElementsOf(
                                 snapshot.cuts().stream().map(DurableCut::cutId).toList());
+            }
+            assertThat(tmpEntries(node)).isEmpty();
+        }
+    }
+
+    /**
+     * A shard with no write since the last checkpoint keeps its snapshot in the older cut, so one
+     * store's shards come from two cuts that share most files (the newer one references the older
+     * one's copies). Restored at once by two writers, as a rescale's subtasks do, the node
+     * downloads each copy once and links it into both cuts, not the store twice.
+     */
+    @Test
+    void cutsThatShareCopiesDownloadEachCopyOnce() throws Exception {
+        try (DurableNode node = new DurableNode(tmp.resolve("n"), DurableNode.fileStorage())) {
+            DurableNode.Model model = new DurableNode.Model(8);
+            DurableSnapshot second;
+            Map<Integer, TreeMap<String, String>> atSnapshot;
+            try (KvStore kv = node.connect()) {
+                kv.createTable(TABLE, SHARDS);
+                List<ShardLease> leases = kv.openShards(TABLE, all(), "w", false);
+                model.write(kv, leases, 400, 200);
+                kv.snapshot(leases, 1, false);
+                KvStore.Durable durable = kv.durable().orElseThrow();
+                DurableSnapshot first =
+                        durable.uploadSnapshot(TABLE, 1, all(), shared(), exclusive(1), Set.of());
+                model.write(kv, leases.subList(0, SHARDS / 2), 50, 200);
+                // The idle half first: still its first cut's; then the written half: a new cut.
+                kv.snapshot(leases.subList(SHARDS / 2, SHARDS), 2, false);
+                kv.snapshot(leases.subList(0, SHARDS / 2), 2, false);
+                atSnapshot = model.copy();
+                second =
+                        durable.uploadSnapshot(
+                                TABLE,
+                                2,
+                                all(),
+                                shared(),
+                                exclusive(2),
+                                new HashSet<>(paths(first.cuts().get(0))));
+            }
+            assertThat(second.cuts()).as("the idle shards' older cut and a new one").hasSize(2);
+            Map<String, Long> copies = new HashMap<>();
+            for (DurableCut cut : second.cuts()) {
+                withPack(cut).forEach(f -> copies.put(f.path(), f.sizeBytes()));
+            }
+            long namedBytes = 0;
+            for (DurableCut cut : second.cuts()) {
+                for (DurableFile f : withPack(cut)) {
+                    namedBytes += f.sizeBytes();
+                }
+            }
+            long distinctBytes = copies.values().stream().mapToLong(Long::longValue).sum();
+            assertThat(distinctBytes).as("copies both cuts name").isLessThan(namedBytes);
+
+            node.loseDiskAndRestart();
+
+            try (KvStore kv = node.connect()) {
+                kv.createTable(TABLE, SHARDS);
+                List<ShardRestore> all = restores(TABLE, 2, second);
+                KvStore.Durable durable = kv.durable().orElseThrow();
+                List<CompletableFuture<DurableRestore>> restoring = new ArrayList<>();
+                for (DurableCut cut : second.cuts()) {
+                    List<ShardRestore> part =
+                            all.stream().filter(r -> cut.shards().contains(r.shard())).toList();
+                    restoring.add(
+                            CompletableFuture.supplyAsync(
+                                    () ->
+                                            durable.restoreShards(
+                                                    TABLE,
+                                                    "w" + cut.cutId(),
+                                                    part,
+                                                    second.cuts())));
+                }
+                long downloaded = 0;
+                List<ShardLease> restored = new ArrayList<>();
+                for (CompletableFuture<DurableRestore> r : restoring) {
+                    downloaded += r.join().downloadedBytes();
+                    restored.addAll(r.join().leases());
+                }
+
+                assertThat(downloaded).isEqualTo(distinctBytes);
+                assertThat(node.downloadedBytes()).isEqualTo(distinctBytes);
+                assertThat(read(kv, restored)).isEqualTo(atSnapshot);
             }
             assertThat(tmpEntries(node)).isEmpty();
         }

@@ -14,6 +14,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.regex.Pattern;
 import org.apache.flink.core.fs.FSDataInputStream;
 import org.apache.flink.core.fs.FileSystem;
@@ -26,6 +27,12 @@ import org.slf4j.LoggerFactory;
  * and CRC32C and fsynced, the metadata pack unpacked there, then one atomic rename of the staging
  * directory to the target. A failed call deletes its staging directory; a crash leaves it, under a
  * name {@link #isStagingDir} recognizes.
+ *
+ * <p>A file the request names a {@link DownloadRequest#localCopies local copy} of is hard-linked
+ * from it (same file system: the node's data directory), checked by size only: the local file was
+ * verified when it came and files are never rewritten in place. Cuts of one store share most of
+ * their files, so a restore that needs several of them reads each copy once. A link that fails (the
+ * other cut was deleted meanwhile) falls back to the download.
  */
 final class CutDownload {
     private static final Logger LOG = LoggerFactory.getLogger(CutDownload.class);
@@ -44,6 +51,7 @@ final class CutDownload {
     private final Path staging;
     private final Set<String> dataNames = new HashSet<>();
     private volatile List<String> unpacked = List.of();
+    private final LongAdder linkedBytes = new LongAdder();
 
     private CutDownload(DownloadRequest request, TransferStats stats) {
         this.request = request;
@@ -87,7 +95,7 @@ final class CutDownload {
         }
         try {
             long usable = Files.getFileStore(parent).getUsableSpace();
-            long needed = request.totalBytes();
+            long needed = request.bytesToDownload();
             if (usable < needed) {
                 throw TransferFailedException.local(
                         where,
@@ -111,7 +119,14 @@ final class CutDownload {
         if (request.metadataPack() != null) {
             tasks.add(transfer -> downloadPack(transfer, request.metadataPack()));
         }
-        String description = "download of " + tasks.size() + " object(s) into " + target;
+        int linked = request.localCopies().size();
+        String description =
+                "download of "
+                        + tasks.size()
+                        + " object(s)"
+                        + (linked == 0 ? "" : ", " + linked + " of them linked from this node,")
+                        + " into "
+                        + target;
         return new Transfer<>(
                 description,
                 target.toString(),
@@ -128,6 +143,13 @@ final class CutDownload {
             throws TransferFailedException, InterruptedException {
         RemoteFile remote = file.remote();
         Path local = staging.resolve(file.fileName());
+        Path copy = request.localCopies().get(file.fileName());
+        if (copy != null && link(copy, local, remote)) {
+            linkedBytes.add(remote.sizeBytes());
+            transfer.moved(remote.sizeBytes());
+            transfer.fileDone();
+            return;
+        }
         transfer.withRetries(
                 "download of " + remote.path() + " to " + local,
                 () -> {
@@ -217,7 +239,32 @@ final class CutDownload {
         List<String> names = new ArrayList<>(dataNames.size() + unpacked.size());
         request.files().forEach(file -> names.add(file.fileName()));
         names.addAll(unpacked);
-        return new DownloadResult(target, names, request.totalBytes());
+        return new DownloadResult(target, names, request.totalBytes() - linkedBytes.sum());
+    }
+
+    /** Whether {@code local} is now a link to {@code copy} with {@code remote}'s size. */
+    private static boolean link(Path copy, Path local, RemoteFile remote) {
+        try {
+            Files.createLink(local, copy);
+            long size = Files.size(local);
+            if (size == remote.sizeBytes()) {
+                return true;
+            }
+            LOG.warn(
+                    "{} has {} bytes, not the {} of {}: downloading it",
+                    copy,
+                    size,
+                    remote.sizeBytes(),
+                    remote.path());
+        } catch (IOException e) {
+            LOG.info("Cannot link {} to {} ({}): downloading it", local, copy, e.toString());
+        }
+        try {
+            Files.deleteIfExists(local);
+        } catch (IOException e) {
+            // The download truncates it.
+        }
+        return false;
     }
 
     private void deleteStaging() {

@@ -5,6 +5,7 @@ import io.taishan.kv.server.durable.CutTransfers;
 import io.taishan.kv.server.durable.DownloadRequest;
 import io.taishan.kv.server.durable.DownloadResult;
 import io.taishan.kv.server.durable.FileOrigins;
+import io.taishan.kv.server.durable.RemoteFile;
 import io.taishan.kv.server.durable.Transfer;
 import io.taishan.kv.server.durable.TransferFailedException;
 import io.taishan.kv.server.storage.DurableSnapshots.CutCopy;
@@ -14,8 +15,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -32,6 +36,12 @@ import org.slf4j.LoggerFactory;
  * once however many restores wait for it at once (a rescale restores one cut's shards from several
  * subtasks), the last restore that gives up stopping it; a downloaded cut made a cut of its table
  * and a snapshot of the shards that wait for it. The rules are {@link DurableSnapshots}'s doc.
+ *
+ * <p>Each copy is downloaded once, too. Cuts of one store share most of their files (a shard with
+ * no write since keeps its snapshot in an older cut, so one checkpoint's shards of a store can name
+ * several cuts), and a cut's download links the files whose copies a cut of the table on this node
+ * already holds ({@link #localCopies}). A fetch that shares copies with fetches under way starts
+ * once they have finished, to link their files rather than read the same objects alongside them.
  *
  * <p>Concurrency: one lock orders the table of downloads under way and every registration (a
  * fetched cut moved into its table, snapshots recorded), so a restore either finds the cut in its
@@ -121,13 +131,55 @@ final class CutFetches {
         @GuardedBy("fetchLock")
         final List<Waiter> waiters = new ArrayList<>();
 
+        /** Null until it starts (after the fetches it shares copies with), or if it never did. */
+        @GuardedBy("fetchLock")
+        @Nullable
         Transfer<DownloadResult> transfer;
+
+        /** Why it never started: stopped before, or it could not. */
+        @GuardedBy("fetchLock")
+        @Nullable
+        KvServerException notStarted;
+
+        /** The cuts it links files from, each retained until it finished. */
+        @GuardedBy("fetchLock")
+        LocalCopies linked = LocalCopies.NONE;
+
         Path dir;
+
+        /** Once its transfer settled, or it will never start one. */
+        final CompletableFuture<Void> settled = new CompletableFuture<>();
+
+        /**
+         * Once its cut is installed or its waiters failed: what fetches sharing copies wait for.
+         */
+        final CompletableFuture<Void> finished = new CompletableFuture<>();
 
         Fetch(FetchKey key, CutCopy copy, int shardCount) {
             this.key = key;
             this.copy = copy;
             this.shardCount = shardCount;
+        }
+
+        boolean sharesCopiesWith(CutCopy other) {
+            Set<String> paths = new HashSet<>();
+            copy.files().forEach(f -> paths.add(f.remote().path()));
+            return other.files().stream().anyMatch(f -> paths.contains(f.remote().path()));
+        }
+    }
+
+    /**
+     * Files of cuts on this node to link instead of downloading, by data file name, and the cuts
+     * retained for them.
+     */
+    private record LocalCopies(
+            @Nullable TableStore table, Map<String, Path> files, List<Long> cutIds) {
+        static final LocalCopies NONE = new LocalCopies(null, Map.of(), List.of());
+
+        void release() {
+            if (table != null) {
+                cutIds.forEach(table.catalog()::release);
+            }
         }
     }
 
@@ -163,8 +215,14 @@ final class CutFetches {
             }
             Fetch fetch = fetching.get(key);
             boolean started = fetch == null;
+            List<CompletableFuture<Void>> before = new ArrayList<>();
             if (started) {
-                fetch = start(key, copy, shardCount);
+                for (Fetch other : fetching.values()) {
+                    if (other.sharesCopiesWith(copy)) {
+                        before.add(other.finished);
+                    }
+                }
+                fetch = new Fetch(key, copy, shardCount);
                 fetching.put(key, fetch);
             }
             fetch.markers.addAll(markers);
@@ -174,20 +232,98 @@ final class CutFetches {
                 // Once it is there to be found, with its first waiter: a download that failed at
                 // once may finish here, under this lock.
                 Fetch f = fetch;
-                fetch.transfer.settled().thenRunAsync(() -> finishFetch(f), finishOn);
+                f.settled.thenRunAsync(() -> finishFetch(f), finishOn);
+                if (before.isEmpty()) {
+                    start(f);
+                } else {
+                    CompletableFuture.allOf(before.toArray(CompletableFuture[]::new))
+                            .thenRunAsync(
+                                    () -> {
+                                        synchronized (fetchLock) {
+                                            start(f);
+                                        }
+                                    },
+                                    finishOn);
+                }
             }
             return w;
         }
     }
 
+    /** Starts the download, linking what cuts on this node hold; not if it was stopped before. */
     @GuardedBy("fetchLock")
-    private Fetch start(FetchKey key, CutCopy copy, int shardCount) {
-        Fetch fetch = new Fetch(key, copy, shardCount);
-        fetch.dir = engine.tmpDir().resolve(FETCH_DIR_PREFIX + UUID.randomUUID());
-        fetch.transfer =
-                transfers.download(
-                        new DownloadRequest(copy.files(), copy.metadataPack(), fetch.dir));
-        return fetch;
+    private void start(Fetch fetch) {
+        if (fetch.notStarted == null) {
+            try {
+                fetch.dir = engine.tmpDir().resolve(FETCH_DIR_PREFIX + UUID.randomUUID());
+                fetch.linked = localCopies(fetch.key.table(), fetch.copy);
+                CutCopy copy = fetch.copy;
+                fetch.transfer =
+                        transfers.download(
+                                new DownloadRequest(
+                                        copy.files(),
+                                        copy.metadataPack(),
+                                        fetch.dir,
+                                        fetch.linked.files()));
+                fetch.transfer.settled().thenRun(() -> fetch.settled.complete(null));
+                return;
+            } catch (RuntimeException e) {
+                fetch.notStarted =
+                        KvServerException.storage(
+                                "cannot start the download of durable cut " + fetch.key.durableId(),
+                                e);
+            }
+        }
+        fetch.settled.complete(null);
+    }
+
+    /**
+     * The files of {@code copy} that a cut of {@code table} on this node holds (its record of
+     * copies names the same copy: same path, size and CRC32C), each cut retained.
+     */
+    @GuardedBy("fetchLock")
+    private LocalCopies localCopies(String table, CutCopy copy) {
+        TableStore source = engine.tableIfExists(table);
+        if (source == null) {
+            return LocalCopies.NONE;
+        }
+        Map<RemoteFile, String> wanted = new HashMap<>();
+        copy.files().forEach(f -> wanted.put(f.remote(), f.fileName()));
+        Map<String, Path> files = new HashMap<>();
+        List<Long> cutIds = new ArrayList<>();
+        SnapshotCatalog catalog = source.catalog();
+        for (long cutId : catalog.cutIds()) {
+            if (files.size() == wanted.size() || !catalog.retain(cutId)) {
+                continue;
+            }
+            boolean used = false;
+            Path dir = catalog.cutDir(cutId);
+            try {
+                Optional<FileOrigins> origins = FileOrigins.readFrom(dir);
+                if (origins.isPresent()) {
+                    for (Map.Entry<String, List<RemoteFile>> e :
+                            origins.get().copiesByFileName().entrySet()) {
+                        for (RemoteFile remote : e.getValue()) {
+                            String name = wanted.get(remote);
+                            if (name != null
+                                    && files.putIfAbsent(name, dir.resolve(e.getKey())) == null) {
+                                used = true;
+                            }
+                        }
+                    }
+                }
+            } catch (IOException e) {
+                LOG.debug("No copies of cut {} of '{}' to link: {}", cutId, table, e.toString());
+            } finally {
+                if (!used) {
+                    catalog.release(cutId);
+                }
+            }
+            if (used) {
+                cutIds.add(cutId);
+            }
+        }
+        return new LocalCopies(source, files, cutIds);
     }
 
     /** A restore no longer waits (cancelled, or failed elsewhere); the last one stops the fetch. */
@@ -196,60 +332,86 @@ final class CutFetches {
         if (fetch == null) {
             return;
         }
-        boolean stop;
+        Transfer<DownloadResult> running = null;
         synchronized (fetchLock) {
-            stop =
+            boolean stop =
                     fetch.waiters.remove(w)
                             && fetch.waiters.isEmpty()
                             && fetching.get(fetch.key) == fetch;
+            if (stop && fetch.transfer == null && fetch.notStarted == null) {
+                fetch.notStarted = cancelled();
+            } else if (stop) {
+                running = fetch.transfer;
+            }
         }
-        w.bytes.completeExceptionally(
-                new KvServerException(ErrorCode.SHUTTING_DOWN, "the restore was cancelled"));
-        if (stop) {
-            fetch.transfer.cancel();
+        w.bytes.completeExceptionally(cancelled());
+        if (running != null) {
+            running.cancel();
         }
+    }
+
+    private static KvServerException cancelled() {
+        return new KvServerException(ErrorCode.SHUTTING_DOWN, "the restore was cancelled");
     }
 
     /**
      * Once the download settled: the cut becomes a snapshot of its table, or every waiter fails.
      */
     private void finishFetch(Fetch fetch) {
+        try {
+            finishFetchOnce(fetch);
+        } finally {
+            synchronized (fetchLock) {
+                // Linked into the installed cut by now, or not needed any more.
+                fetch.linked.release();
+            }
+            fetch.finished.complete(null);
+        }
+    }
+
+    private void finishFetchOnce(Fetch fetch) {
         List<Waiter> waiters;
         long downloaded = 0;
         KvServerException failure = null;
         synchronized (fetchLock) {
             fetching.remove(fetch.key);
             waiters = new ArrayList<>(fetch.waiters);
-            try {
-                DownloadResult result = fetch.transfer.result().join();
-                downloaded = result.downloadedBytes();
-                TableStore source = sourceTable(fetch.key.table(), fetch.shardCount);
-                long cutId = install(source, fetch);
+            if (fetch.transfer == null) {
+                failure = fetch.notStarted;
+            } else {
                 try {
-                    register(source, cutId, fetch.markers);
-                } finally {
-                    source.catalog().release(cutId);
+                    DownloadResult result = fetch.transfer.result().join();
+                    downloaded = result.downloadedBytes();
+                    TableStore source = sourceTable(fetch.key.table(), fetch.shardCount);
+                    long cutId = install(source, fetch);
+                    try {
+                        register(source, cutId, fetch.markers);
+                    } finally {
+                        source.catalog().release(cutId);
+                    }
+                } catch (CompletionException e) {
+                    failure =
+                            DurableSnapshots.failed(
+                                    "restore from durable cut " + fetch.key.durableId(),
+                                    (TransferFailedException) e.getCause());
+                } catch (IOException | RuntimeException e) {
+                    failure =
+                            e instanceof KvServerException k
+                                    ? k
+                                    : KvServerException.storage(
+                                            "cannot install durable cut "
+                                                    + fetch.key.durableId()
+                                                    + " into table '"
+                                                    + fetch.key.table()
+                                                    + "'",
+                                            e);
                 }
-            } catch (CompletionException e) {
-                failure =
-                        DurableSnapshots.failed(
-                                "restore from durable cut " + fetch.key.durableId(),
-                                (TransferFailedException) e.getCause());
-            } catch (IOException | RuntimeException e) {
-                failure =
-                        e instanceof KvServerException k
-                                ? k
-                                : KvServerException.storage(
-                                        "cannot install durable cut "
-                                                + fetch.key.durableId()
-                                                + " into table '"
-                                                + fetch.key.table()
-                                                + "'",
-                                        e);
             }
         }
         if (failure != null) {
-            deleteQuietly(fetch.dir);
+            if (fetch.dir != null) {
+                deleteQuietly(fetch.dir);
+            }
             for (Waiter w : waiters) {
                 w.bytes.completeExceptionally(failure);
             }

@@ -53,7 +53,10 @@ import javax.annotation.Nullable;
  * table's cuts (the table is created if this node lacks it, with the restore's shard count), and
  * registered as snapshot {@code snapshot_id} of the shards that name it; then the restore forks
  * from it as from any cut. A cut this node already has under that durable id (it uploaded or
- * fetched it before) is registered without a download.
+ * fetched it before) is registered without a download. Each copy is read once: a file whose copy a
+ * cut of the table on this node already holds is hard-linked from there, and a fetch that shares
+ * copies with fetches under way waits for them (one checkpoint's shards of a store may name several
+ * cuts of it, which share most of their files).
  *
  * <p>Crash safety: nothing a fetch writes is visible before its last step. A crash leaves a
  * download in {@code tmp/} (emptied at start), or a cut that no snapshot references (deleted by the

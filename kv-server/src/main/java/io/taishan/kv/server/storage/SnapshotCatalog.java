@@ -259,6 +259,13 @@ public final class SnapshotCatalog {
         }
     }
 
+    /** The ids of every cut of the table. */
+    List<Long> cutIds() {
+        synchronized (lock) {
+            return new ArrayList<>(cuts.keySet());
+        }
+    }
+
     /** The cuts of {@code lineage} (see {@link StoreCut#lineage}), by id. */
     List<Long> cutsOfLineage(String lineage) {
         synchronized (lock) {

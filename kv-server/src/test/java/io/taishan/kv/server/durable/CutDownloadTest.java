@@ -80,6 +80,49 @@ class CutDownloadTest {
         assertThat(transfers.stats().downloadedBytes()).isEqualTo(uploaded.uploadedBytes());
     }
 
+    /**
+     * Files with a local copy are linked, not read from storage; a local copy that is gone or has
+     * another size is downloaded after all, and the cut still comes back as it was uploaded.
+     */
+    @Test
+    void filesWithALocalCopyAreLinkedAndDownloadedWhenTheLinkFails() throws Exception {
+        List<CutFile> files = uploaded.dataFiles();
+        assertThat(files).hasSizeGreaterThanOrEqualTo(3);
+        Path shorter = tmp.resolve("shorter");
+        Files.write(shorter, new byte[] {1, 2, 3});
+        CutFile linked = files.get(0);
+        CutFile gone = files.get(1);
+        CutFile wrongSize = files.get(2);
+        Map<String, Path> local =
+                Map.of(
+                        linked.fileName(), cut.resolve(linked.fileName()),
+                        gone.fileName(), tmp.resolve("no-such-file"),
+                        wrongSize.fileName(), shorter);
+        Path target = tmp.resolve("restores/cut");
+
+        DownloadResult result =
+                transfers
+                        .download(
+                                new DownloadRequest(files, uploaded.metadataPack(), target, local))
+                        .await();
+
+        assertSameFiles(target, cut);
+        assertThat(
+                        Files.isSameFile(
+                                target.resolve(linked.fileName()), cut.resolve(linked.fileName())))
+                .as("linked")
+                .isTrue();
+        assertThat(
+                        Files.isSameFile(
+                                target.resolve(wrongSize.fileName()),
+                                cut.resolve(wrongSize.fileName())))
+                .isFalse();
+        long linkedBytes = linked.remote().sizeBytes();
+        assertThat(result.downloadedBytes()).isEqualTo(uploaded.uploadedBytes() - linkedBytes);
+        assertThat(transfers.stats().downloadedBytes())
+                .isEqualTo(uploaded.uploadedBytes() - linkedBytes);
+    }
+
     @Test
     void aRocksDbCheckpointOpensFromItsDownloadedCopy() throws Exception {
         RocksDB.loadLibrary();
