@@ -242,8 +242,12 @@ final class CutDownload {
         return new DownloadResult(target, names, request.totalBytes() - linkedBytes.sum());
     }
 
-    /** Whether {@code local} is now a link to {@code copy} with {@code remote}'s size. */
-    private static boolean link(Path copy, Path local, RemoteFile remote) {
+    /**
+     * Whether {@code local} is now a link to {@code copy} with {@code remote}'s size; if not, it is
+     * gone, so that the download never writes through a link into the other cut's file.
+     */
+    private static boolean link(Path copy, Path local, RemoteFile remote)
+            throws TransferFailedException {
         try {
             Files.createLink(local, copy);
             long size = Files.size(local);
@@ -262,7 +266,8 @@ final class CutDownload {
         try {
             Files.deleteIfExists(local);
         } catch (IOException e) {
-            // The download truncates it.
+            throw TransferFailedException.local(
+                    local.toString(), "cannot remove the failed link " + local, e);
         }
         return false;
     }
