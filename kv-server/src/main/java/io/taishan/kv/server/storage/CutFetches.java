@@ -124,6 +124,9 @@ final class CutFetches {
         final CutCopy copy;
         final int shardCount;
 
+        /** The remote paths of its data files, to find fetches that share them. */
+        final Set<String> copyPaths;
+
         /** Every (shard, snapshot id) to register once it is there, also of waiters that left. */
         @GuardedBy("fetchLock")
         final List<long[]> markers = new ArrayList<>();
@@ -159,12 +162,12 @@ final class CutFetches {
             this.key = key;
             this.copy = copy;
             this.shardCount = shardCount;
+            this.copyPaths = new HashSet<>();
+            copy.files().forEach(f -> copyPaths.add(f.remote().path()));
         }
 
         boolean sharesCopiesWith(CutCopy other) {
-            Set<String> paths = new HashSet<>();
-            copy.files().forEach(f -> paths.add(f.remote().path()));
-            return other.files().stream().anyMatch(f -> paths.contains(f.remote().path()));
+            return other.files().stream().anyMatch(f -> copyPaths.contains(f.remote().path()));
         }
     }
 
