@@ -9,7 +9,8 @@ import org.apache.flink.runtime.state.StateBackend;
 /**
  * One benchmark trial's backend and whatever it runs on (a kv-server child JVM, an I/O manager),
  * closed with the trial. The suite makes every keyed backend from {@link #stateBackend()} through
- * {@code createKeyedStateBackend}, as a task does, also when it restores one.
+ * {@code createKeyedStateBackend}, as a task does, also when it restores one (on Flink 2, for the
+ * asynchronous benchmarks, through {@code createAsyncKeyedStateBackend} where the backend has one).
  */
 public interface BackendUnderTest extends AutoCloseable {
     StateBackend stateBackend();

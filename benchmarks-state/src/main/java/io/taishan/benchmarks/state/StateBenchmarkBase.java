@@ -21,6 +21,7 @@ import org.apache.flink.runtime.state.KeyedStateBackend;
 import org.apache.flink.runtime.state.KeyedStateBackendParametersImpl;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.Snapshotable;
 import org.apache.flink.runtime.state.VoidNamespace;
 import org.apache.flink.runtime.state.VoidNamespaceSerializer;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
@@ -134,6 +135,15 @@ public abstract class StateBenchmarkBase {
 
     /** Called first by each subclass's trial setup: the backend, and a keyed backend on it. */
     final void createBackend() throws Exception {
+        openBackendUnderTest();
+        keyedStateBackend = openKeyedBackend(List.of());
+    }
+
+    /**
+     * The trial's backend, without a keyed backend yet: for a subclass that opens another kind of
+     * keyed backend from {@link #keyedBackendParameters} (Flink 2's asynchronous one).
+     */
+    final BackendUnderTest openBackendUnderTest() throws Exception {
         keys = new BenchmarkKeys(setupKeyCount, access);
         workDir = Files.createTempDirectory("taishan-state-bench");
         ReadCache readCache = ReadCache.of(cache, stateSize().estimate(setupKeyCount));
@@ -144,7 +154,7 @@ public abstract class StateBenchmarkBase {
         underTest = provider.open(backend, new BackendSettings(readCache, workDir));
         cpuClocks = new CpuClocks(underTest.stateHome().pid());
         System.out.printf("(%s; %s) ", underTest.description(), access);
-        keyedStateBackend = openKeyedBackend(List.of());
+        return underTest;
     }
 
     /**
@@ -156,27 +166,44 @@ public abstract class StateBenchmarkBase {
         if (current != null) {
             throw new IllegalStateException("the previous keyed backend is still open");
         }
-        metrics = new CapturingMetricGroup();
-        cancelStreamRegistry = new CloseableRegistry();
         current =
                 underTest
                         .stateBackend()
-                        .createKeyedStateBackend(
-                                new KeyedStateBackendParametersImpl<>(
-                                        BenchmarkTaskEnvironment.create(
-                                                jobId, workDir.toFile(), underTest.environment()),
-                                        jobId,
-                                        operatorIdentifier,
-                                        LongSerializer.INSTANCE,
-                                        NUMBER_OF_KEY_GROUPS,
-                                        new KeyGroupRange(0, NUMBER_OF_KEY_GROUPS - 1),
-                                        null, // no queryable state, as in Flink's benchmarks
-                                        TtlTimeProvider.DEFAULT,
-                                        metrics,
-                                        restoreFrom,
-                                        cancelStreamRegistry));
+                        .createKeyedStateBackend(keyedBackendParameters(restoreFrom));
         keyedStateBackend = current;
         return current;
+    }
+
+    /**
+     * What a task hands its backend for this trial's operator, with fresh metrics (which {@link
+     * #begin} and {@link #counted} read) and a fresh cancel registry.
+     */
+    final KeyedStateBackendParametersImpl<Long> keyedBackendParameters(
+            Collection<KeyedStateHandle> restoreFrom) {
+        metrics = new CapturingMetricGroup();
+        cancelStreamRegistry = new CloseableRegistry();
+        return new KeyedStateBackendParametersImpl<>(
+                BenchmarkTaskEnvironment.create(jobId, workDir.toFile(), underTest.environment()),
+                jobId,
+                operatorIdentifier,
+                LongSerializer.INSTANCE,
+                NUMBER_OF_KEY_GROUPS,
+                new KeyGroupRange(0, NUMBER_OF_KEY_GROUPS - 1),
+                null, // no queryable state, as in Flink's benchmarks
+                TtlTimeProvider.DEFAULT,
+                metrics,
+                restoreFrom,
+                cancelStreamRegistry);
+    }
+
+    /** Closes the cancel registry of the last {@link #keyedBackendParameters}. */
+    final void closeCancelStreamRegistry() {
+        IOUtils.closeQuietly(cancelStreamRegistry);
+    }
+
+    /** Where the trial keeps its files. */
+    final Path workDir() {
+        return workDir;
     }
 
     final void disposeKeyedBackend() {
@@ -190,10 +217,17 @@ public abstract class StateBenchmarkBase {
 
     /** A checkpoint of the current keyed backend, written under the trial's working directory. */
     final KeyedStateHandle checkpoint(long checkpointId) throws Exception {
+        return checkpoint(current, checkpointId);
+    }
+
+    /** A checkpoint of {@code backend}, written under the trial's working directory. */
+    final KeyedStateHandle checkpoint(
+            Snapshotable<SnapshotResult<KeyedStateHandle>> backend, long checkpointId)
+            throws Exception {
         Path dir = Files.createDirectories(workDir.resolve("checkpoints"));
         org.apache.flink.core.fs.Path path = new org.apache.flink.core.fs.Path(dir.toUri());
         RunnableFuture<SnapshotResult<KeyedStateHandle>> snapshot =
-                current.snapshot(
+                backend.snapshot(
                         checkpointId,
                         System.currentTimeMillis(),
                         new FsCheckpointStreamFactory(
@@ -202,6 +236,9 @@ public abstract class StateBenchmarkBase {
         snapshot.run();
         return snapshot.get().getJobManagerOwnedSnapshot();
     }
+
+    /** At the trial's end, first: closes a keyed backend that a subclass opened itself. */
+    void closeOwnKeyedBackend() throws Exception {}
 
     /** Before an iteration's counting starts: what a subclass sets up per iteration. */
     void beforeIteration() throws Exception {}
@@ -237,6 +274,7 @@ public abstract class StateBenchmarkBase {
 
     @TearDown
     public void tearDown() throws Exception {
+        closeOwnKeyedBackend();
         disposeKeyedBackend();
         if (underTest != null) {
             underTest.close();

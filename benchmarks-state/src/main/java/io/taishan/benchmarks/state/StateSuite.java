@@ -59,6 +59,14 @@ public final class StateSuite {
         ALL_BENCHMARKS.put("mapAdd", MapStateBenchmark.class);
         ALL_BENCHMARKS.put("mapIterator", MapStateBenchmark.class);
         ALL_BENCHMARKS.put("listAdd", ListStateBenchmark.class);
+        // Flink 2's asynchronous State V2 API: compiled only by the Flink 2 benchmark modules.
+        try {
+            ALL_BENCHMARKS.put(
+                    "asyncValueGet",
+                    Class.forName("io.taishan.benchmarks.state.AsyncValueStateBenchmark"));
+        } catch (ClassNotFoundException flink1) {
+            // Flink 1.20: no asynchronous state.
+        }
     }
 
     private StateSuite() {}
