@@ -201,11 +201,6 @@ public abstract class StateBenchmarkBase {
         IOUtils.closeQuietly(cancelStreamRegistry);
     }
 
-    /** Where the trial keeps its files. */
-    final Path workDir() {
-        return workDir;
-    }
-
     final void disposeKeyedBackend() {
         if (current != null) {
             current.dispose();
