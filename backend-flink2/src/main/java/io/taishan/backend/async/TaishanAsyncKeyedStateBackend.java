@@ -163,6 +163,14 @@ public final class TaishanAsyncKeyedStateBackend<K> implements AsyncKeyedStateBa
         return new TaishanStateExecutor(this);
     }
 
+    /** Where states hand their requests: Flink's execution controller, once set up. */
+    StateRequestHandler stateRequestHandler() {
+        if (handler == null) {
+            throw new IllegalStateException("a state request before setup()");
+        }
+        return handler;
+    }
+
     /** The task's mailbox, where fetched batches run: the execution controller's. */
     MailboxExecutor mailbox() {
         if (!(handler instanceof AsyncExecutionController)) {

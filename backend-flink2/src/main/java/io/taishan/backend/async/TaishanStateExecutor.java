@@ -2,12 +2,14 @@ package io.taishan.backend.async;
 
 import io.taishan.backend.read.BatchedReads;
 import io.taishan.backend.read.StateReader;
+import java.util.AbstractMap;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Function;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.operators.MailboxExecutor;
 import org.apache.flink.api.common.state.ListState;
@@ -50,7 +52,8 @@ import org.slf4j.LoggerFactory;
  * backend's would.
  *
  * <p>Everything but the fetch's network runs on the task thread, so the states' serializers are
- * never shared between threads (FLINK-37463).
+ * never shared between threads (FLINK-37463). A map's iteration is answered a page at a time
+ * ({@link PagedStateIterator}); each further page is one more request, {@code ITERATOR_LOADING}.
  */
 final class TaishanStateExecutor implements StateExecutor {
     private static final Logger LOG = LoggerFactory.getLogger(TaishanStateExecutor.class);
@@ -276,11 +279,29 @@ final class TaishanStateExecutor implements StateExecutor {
             case MAP_IS_EMPTY:
                 return ((MapState) sync).isEmpty();
             case MAP_ITER:
-                return new CompleteStateIterator<>(copy(((MapState) sync).entries()));
+                return PagedStateIterator.first(
+                        request.getState(),
+                        request.getRequestType(),
+                        backend.stateRequestHandler(),
+                        ((MapState) sync).iterator(),
+                        (Map.Entry e) ->
+                                new AbstractMap.SimpleImmutableEntry(e.getKey(), e.getValue()));
             case MAP_ITER_KEY:
-                return new CompleteStateIterator<>(copy(((MapState) sync).keys()));
+                return PagedStateIterator.first(
+                        request.getState(),
+                        request.getRequestType(),
+                        backend.stateRequestHandler(),
+                        ((MapState) sync).keys().iterator(),
+                        Function.identity());
             case MAP_ITER_VALUE:
-                return new CompleteStateIterator<>(copy(((MapState) sync).values()));
+                return PagedStateIterator.first(
+                        request.getState(),
+                        request.getRequestType(),
+                        backend.stateRequestHandler(),
+                        ((MapState) sync).values().iterator(),
+                        Function.identity());
+            case ITERATOR_LOADING:
+                return ((PagedStateIterator) payload).next();
             case REDUCING_GET:
                 return ((InternalReducingState) sync).getInternal();
             case REDUCING_ADD:
@@ -298,8 +319,8 @@ final class TaishanStateExecutor implements StateExecutor {
     }
 
     /**
-     * The elements of a synchronous state's iterable, read now: the iterable reads under the
-     * current key and namespace, which change before the record's callback iterates.
+     * The elements of a synchronous list state, read now: the iterable reads under the current key
+     * and namespace, which change before the record's callback iterates.
      */
     private static <T> List<T> copy(@Nullable Iterable<T> iterable) {
         List<T> copy = new ArrayList<>();
