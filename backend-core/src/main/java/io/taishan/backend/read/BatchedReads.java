@@ -21,16 +21,17 @@ import javax.annotation.Nullable;
  *       Nothing is cached, nothing counted.
  *   <li><b>Fetch.</b> The noted keys are read together ({@link StateReader#fetch}); their values
  *       wait here.
- *   <li><b>Run.</b> The batch runs for real. A read that reaches the server's turn takes a fetched
- *       value instead of calling it, and caches it as any server answer. Each fetched value is
- *       taken at most once, and a write to its key drops it ({@link ReadPathUpdates}): a read after
- *       a write of the same key, or after its value was taken and then overwritten, goes through
- *       the cache and the pending writes as ever.
+ *   <li><b>Run.</b> The requests run for real (on Flink 2, those of the keys that missed once the
+ *       fetch answered). A read that reaches the server's turn takes a fetched value instead of
+ *       calling it, and caches it as any server answer. Each fetched value is taken at most once,
+ *       and a write to its key drops it ({@link ReadPathUpdates}): a read after a write of the same
+ *       key, or after its value was taken and then overwritten, goes through the cache and the
+ *       pending writes as ever.
  * </ol>
  *
  * <p>A fetched value stays exact until it is taken: the server's value of a key changes only
  * through this subtask's writes, and the probe noted only keys with no pending write, so any newer
- * write is one of the batch's own, which drops it.
+ * write is one of the held requests' own, which run after the values are held and so drop them.
  *
  * <p>Cost: a probe is a cache lookup, a pending-writes lookup and a filter probe per read, the same
  * as the read itself when it hits; the saving is a round trip per missed key. Task thread only.
@@ -62,6 +63,11 @@ public final class BatchedReads {
         List<PointRead> reads = new ArrayList<>(noted);
         noted.clear();
         return reads;
+    }
+
+    /** The reads noted since the probe started. */
+    int noted() {
+        return noted.size();
     }
 
     void note(ShardLease lease, byte[] key) {

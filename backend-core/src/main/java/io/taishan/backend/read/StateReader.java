@@ -155,6 +155,11 @@ public final class StateReader {
         return metrics.remoteGets();
     }
 
+    /** How many reads the running probe pass has noted so far. */
+    public int probedMisses() {
+        return batched.noted();
+    }
+
     /** Ends the probe pass: the reads it noted, each of a key with no pending write. */
     public List<BatchedReads.PointRead> finishProbe() {
         return batched.finishProbe();

@@ -5,8 +5,11 @@ import io.taishan.backend.read.StateReader;
 import java.util.AbstractMap;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.Function;
@@ -32,24 +35,31 @@ import org.slf4j.LoggerFactory;
  * Serves Flink's batches of asynchronous state requests for one operator, on the task thread,
  * without ever waiting on the network there.
  *
- * <p>A batch runs in two steps ({@link BatchedReads}):
+ * <p>When Flink hands a batch over, its reads are probed through the read chain ({@link
+ * BatchedReads}): a read that would need the server is a miss. Then, request by request in Flink's
+ * order:
  *
- * <ol>
- *   <li>When Flink hands it over: its reads are probed through the read chain, and the keys that
- *       would need the server are fetched with one {@code MultiGet} per kv-server node. With none,
- *       the batch runs at once. While probes find nothing to fetch, batches skip them ({@link
- *       ProbePolicy}).
- *   <li>When the fetch answers: a mail to the task thread runs every request in order on the
- *       synchronous state of its name, the fetched values standing in for the server's answers, and
- *       completes its future.
- * </ol>
+ * <ul>
+ *   <li>a request whose record's key has nothing held back runs at once, on the synchronous state
+ *       of its name, and completes its future, unless it is a miss;
+ *   <li>a miss, and every later request of its key, is held back in the batch's <em>group</em>,
+ *       whose misses are fetched with one {@code MultiGet} per kv-server node. When the fetch
+ *       answers, a mail to the task thread runs the group's requests in order, the fetched values
+ *       standing in for the server's answers.
+ * </ul>
  *
- * <p>Batches run one after the other, in the order Flink hands them over: one waiting for its fetch
- * holds back the later ones, so two requests of one record never run out of order, even when Flink
- * split them over two batches. {@link #fullyLoaded} is true while a fetch is out, so Flink fills
- * the next batch rather than forcing out small ones. A failed fetch only costs its saving: the
- * batch runs anyway, each of its reads asking the server for itself, and failing as the synchronous
- * backend's would.
+ * <p>So a record whose reads hit the cache never waits for another record's round trip, and a batch
+ * arriving while fetches are out is served the same way, its own misses fetched at once beside
+ * them. Order is kept where it matters: Flink's execution controller lets one record per key be in
+ * flight, so the requests of one key are one record's, in the order it made them; a key's requests
+ * stay held back while any group holds one of them, and groups run in the order they were made.
+ * Requests of different keys touch different entries and may run in any order.
+ *
+ * <p>{@link #fullyLoaded} is true while a group waits, so Flink fills the next batch rather than
+ * forcing out small ones. While probes find nothing to fetch, batches skip them ({@link
+ * ProbePolicy}) and run at once, as Flink's adaptor runs them. A failed fetch only costs its
+ * saving: the group runs anyway, each of its reads asking the server for itself, and failing as the
+ * synchronous backend's would.
  *
  * <p>Everything but the fetch's network runs on the task thread, so the states' serializers are
  * never shared between threads (FLINK-37463). A map's iteration is answered a page at a time
@@ -62,10 +72,11 @@ final class TaishanStateExecutor implements StateExecutor {
     private final StateReader reader;
     @Nullable private MailboxExecutor mailbox;
 
-    /** Batches handed over while an earlier one waits for its fetch. */
-    private final ArrayDeque<Batch> waiting = new ArrayDeque<>();
+    /** Held-back requests, in the order their groups were made: the order they run in. */
+    private final ArrayDeque<Group> groups = new ArrayDeque<>();
 
-    private boolean fetching;
+    /** The keys with held-back requests, and how many each has. */
+    private final Map<Object, Integer> heldKeys = new HashMap<>();
 
     private final ProbePolicy probes = new ProbePolicy();
 
@@ -89,7 +100,19 @@ final class TaishanStateExecutor implements StateExecutor {
         }
     }
 
-    private record Batch(List<StateRequest<?, ?, ?, ?>> requests, CompletableFuture<Void> done) {}
+    /** The requests one batch held back, the misses fetched for them, and the fetch's answer. */
+    private static final class Group {
+        final List<StateRequest<?, ?, ?, ?>> requests = new ArrayList<>();
+        final CompletableFuture<Void> batchDone;
+        List<BatchedReads.PointRead> misses = List.of();
+        @Nullable List<byte[]> values;
+        @Nullable Throwable failure;
+        boolean answered;
+
+        Group(CompletableFuture<Void> batchDone) {
+            this.batchDone = batchDone;
+        }
+    }
 
     @Override
     public AsyncRequestContainer<StateRequest<?, ?, ?, ?>> createRequestContainer() {
@@ -99,86 +122,134 @@ final class TaishanStateExecutor implements StateExecutor {
     @Override
     public CompletableFuture<Void> executeBatchRequests(
             AsyncRequestContainer<StateRequest<?, ?, ?, ?>> container) {
-        Batch batch = new Batch(((Requests) container).requests, new CompletableFuture<>());
-        waiting.add(batch);
-        startWaiting();
-        return batch.done();
+        List<StateRequest<?, ?, ?, ?>> requests = ((Requests) container).requests;
+        Group group = new Group(new CompletableFuture<>());
+        if (probes.probeNext()) {
+            Set<Object> missedKeys = new HashSet<>();
+            group.misses = probe(requests, missedKeys);
+            probes.probed(group.misses.size());
+            for (StateRequest<?, ?, ?, ?> request : requests) {
+                Object key = key(request);
+                if (missedKeys.contains(key) || heldKeys.containsKey(key)) {
+                    hold(group, request);
+                } else {
+                    complete(request);
+                }
+            }
+        } else {
+            long remoteGets = reader.remoteGets();
+            for (StateRequest<?, ?, ?, ?> request : requests) {
+                if (heldKeys.containsKey(key(request))) {
+                    hold(group, request);
+                } else {
+                    complete(request);
+                }
+            }
+            probes.ranDirect(reader.remoteGets() - remoteGets);
+        }
+        if (group.requests.isEmpty()) {
+            group.batchDone.complete(null);
+            return group.batchDone;
+        }
+        groups.add(group);
+        if (group.misses.isEmpty()) {
+            // Only requests of keys an earlier group holds: they run right after it.
+            group.answered = true;
+        } else {
+            fetch(group);
+        }
+        return group.batchDone;
     }
 
-    /** Starts the waiting batches in order, until one has to wait for its fetch. */
-    private void startWaiting() {
-        while (!fetching && !waiting.isEmpty()) {
-            Batch batch = waiting.poll();
-            if (!probes.probeNext()) {
-                long remoteGets = reader.remoteGets();
-                run(batch);
-                probes.ranDirect(reader.remoteGets() - remoteGets);
-                continue;
-            }
-            List<BatchedReads.PointRead> misses = probe(batch.requests());
-            probes.probed(misses.size());
-            if (misses.isEmpty()) {
-                run(batch);
-                continue;
-            }
-            fetching = true;
-            if (mailbox == null) {
-                mailbox = backend.mailbox();
-            }
-            MailboxExecutor taskThread = mailbox;
-            CompletableFuture<List<byte[]>> fetch;
-            try {
-                fetch = reader.fetch(misses);
-            } catch (RuntimeException e) {
-                fetch = CompletableFuture.failedFuture(e);
-            }
-            fetch.whenComplete(
-                    (values, failure) -> {
-                        try {
-                            taskThread.execute(
-                                    () -> fetched(batch, misses, values, failure),
-                                    "Taishan state requests after their fetch");
-                        } catch (RejectedExecutionException closing) {
-                            // The task is going away; nothing waits for this batch.
-                        }
-                    });
+    private static Object key(StateRequest<?, ?, ?, ?> request) {
+        return request.getRecordContext().getKey();
+    }
+
+    private void hold(Group group, StateRequest<?, ?, ?, ?> request) {
+        group.requests.add(request);
+        heldKeys.merge(key(request), 1, Integer::sum);
+    }
+
+    private void release(StateRequest<?, ?, ?, ?> request) {
+        heldKeys.computeIfPresent(key(request), (k, n) -> n == 1 ? null : n - 1);
+    }
+
+    private void fetch(Group group) {
+        if (mailbox == null) {
+            mailbox = backend.mailbox();
+        }
+        MailboxExecutor taskThread = mailbox;
+        CompletableFuture<List<byte[]>> fetch;
+        try {
+            fetch = reader.fetch(group.misses);
+        } catch (RuntimeException e) {
+            fetch = CompletableFuture.failedFuture(e);
+        }
+        fetch.whenComplete(
+                (values, failure) -> {
+                    try {
+                        taskThread.execute(
+                                () -> answered(group, values, failure),
+                                "Taishan state requests after their fetch");
+                    } catch (RejectedExecutionException closing) {
+                        // The task is going away; nothing waits for these requests.
+                    }
+                });
+    }
+
+    private void answered(Group group, @Nullable List<byte[]> values, @Nullable Throwable failure) {
+        group.values = values;
+        group.failure = failure;
+        group.answered = true;
+        // Groups run in the order they were made: an answer waits for the groups before it.
+        while (!groups.isEmpty() && groups.peek().answered) {
+            run(groups.poll());
         }
     }
 
-    private void fetched(
-            Batch batch,
-            List<BatchedReads.PointRead> misses,
-            @Nullable List<byte[]> values,
-            @Nullable Throwable failure) {
-        fetching = false;
-        if (failure != null) {
+    private void run(Group group) {
+        if (group.failure != null) {
             LOG.warn(
                     "Reading the {} cache misses of a batch of state requests together failed;"
                             + " each read asks the kv-server itself.",
-                    misses.size(),
-                    failure);
-        } else if (values != null) {
-            reader.holdFetched(misses, values);
+                    group.misses.size(),
+                    group.failure);
+        } else if (group.values != null) {
+            reader.holdFetched(group.misses, group.values);
         }
         try {
-            run(batch);
+            for (StateRequest<?, ?, ?, ?> request : group.requests) {
+                complete(request);
+                release(request);
+            }
         } finally {
             reader.releaseFetched();
         }
-        startWaiting();
+        group.batchDone.complete(null);
     }
 
-    /** The reads of {@code requests} that would ask the server, found by running them dry. */
-    private List<BatchedReads.PointRead> probe(List<StateRequest<?, ?, ?, ?>> requests) {
+    /**
+     * The misses of {@code requests}' reads, found by running them dry, and in {@code missedKeys}
+     * the keys they are of: every request of such a key is held back, the earlier ones too, so
+     * nothing writes a fetched key between the probe and the group's run, where a write drops its
+     * fetched value ({@link BatchedReads}). Keys an earlier group holds are not probed: their
+     * requests run after that group's writes, which a probe now cannot see.
+     */
+    private List<BatchedReads.PointRead> probe(
+            List<StateRequest<?, ?, ?, ?>> requests, Set<Object> missedKeys) {
         List<BatchedReads.PointRead> misses;
         reader.startProbe();
         try {
             for (StateRequest<?, ?, ?, ?> request : requests) {
-                if (isRead(request)) {
+                if (isRead(request) && !heldKeys.containsKey(key(request))) {
+                    int before = reader.probedMisses();
                     try {
                         execute(request);
                     } catch (Exception e) {
                         // The run asks again and reports it.
+                    }
+                    if (reader.probedMisses() > before) {
+                        missedKeys.add(key(request));
                     }
                 }
             }
@@ -200,13 +271,6 @@ final class TaishanStateExecutor implements StateExecutor {
             default:
                 return false;
         }
-    }
-
-    private void run(Batch batch) {
-        for (StateRequest<?, ?, ?, ?> request : batch.requests()) {
-            complete(request);
-        }
-        batch.done().complete(null);
     }
 
     @Override
@@ -334,16 +398,21 @@ final class TaishanStateExecutor implements StateExecutor {
 
     @Override
     public boolean fullyLoaded() {
-        return fetching;
+        return !groups.isEmpty();
     }
 
     @Override
     public String toString() {
-        return "TaishanStateExecutor{fetching=" + fetching + ", waiting=" + waiting.size() + "}";
+        return "TaishanStateExecutor{groups="
+                + groups.size()
+                + ", heldKeys="
+                + heldKeys.size()
+                + "}";
     }
 
     @Override
     public void shutdown() {
-        waiting.clear();
+        groups.clear();
+        heldKeys.clear();
     }
 }

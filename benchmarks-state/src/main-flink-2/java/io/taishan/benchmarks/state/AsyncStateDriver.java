@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.annotation.Nullable;
 import org.apache.flink.api.common.operators.MailboxExecutor;
+import org.apache.flink.configuration.ConfigOption;
 import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.runtime.asyncprocessing.EpochManager;
 import org.apache.flink.runtime.asyncprocessing.RecordContext;
@@ -41,12 +42,27 @@ final class AsyncStateDriver implements AutoCloseable {
                         new DeclarationManager(),
                         EpochManager.ParallelMode.SERIAL_BETWEEN_EPOCH,
                         keyGroups,
-                        ExecutionOptions.ASYNC_STATE_ACTIVE_BUFFER_SIZE.defaultValue(),
-                        ExecutionOptions.ASYNC_STATE_ACTIVE_BUFFER_TIMEOUT.defaultValue(),
-                        ExecutionOptions.ASYNC_STATE_TOTAL_BUFFER_SIZE.defaultValue(),
+                        (Integer) flinkDefault("ASYNC_STATE_ACTIVE_BUFFER_SIZE"),
+                        (Long) flinkDefault("ASYNC_STATE_ACTIVE_BUFFER_TIMEOUT"),
+                        (Integer) flinkDefault("ASYNC_STATE_TOTAL_BUFFER_SIZE"),
                         backend,
                         null);
         backend.setup(controller);
+    }
+
+    /**
+     * The default of one of Flink 2's async-state options in {@link ExecutionOptions}, looked up
+     * when the benchmark runs: in the reactor build, javac follows the kv-server jar's manifest
+     * {@code Class-Path} to its Flink 1.20 {@code flink-core}, whose {@code ExecutionOptions} has
+     * no such options, ahead of Flink 2's.
+     */
+    private static Object flinkDefault(String option) {
+        try {
+            return ((ConfigOption<?>) ExecutionOptions.class.getField(option).get(null))
+                    .defaultValue();
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("Flink has no ExecutionOptions." + option, e);
+        }
     }
 
     /**
@@ -87,7 +103,9 @@ final class AsyncStateDriver implements AutoCloseable {
      * Flink's limit.
      */
     void record(long key, Runnable body) {
-        RecordContext<Long> context = controller.buildContext(key, key);
+        // A record object of its own, as a task's records are: Flink checks by identity that the
+        // record releasing a key is the one that held it.
+        RecordContext<Long> context = controller.buildContext(new Object(), key);
         context.retain();
         controller.setCurrentContext(context);
         body.run();
