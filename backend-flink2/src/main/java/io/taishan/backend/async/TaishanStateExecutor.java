@@ -7,6 +7,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -343,27 +344,16 @@ final class TaishanStateExecutor implements StateExecutor {
             case MAP_IS_EMPTY:
                 return ((MapState) sync).isEmpty();
             case MAP_ITER:
-                return PagedStateIterator.first(
-                        request.getState(),
-                        request.getRequestType(),
-                        backend.stateRequestHandler(),
+                return firstPage(
+                        request,
                         ((MapState) sync).iterator(),
                         (Map.Entry e) ->
                                 new AbstractMap.SimpleImmutableEntry(e.getKey(), e.getValue()));
             case MAP_ITER_KEY:
-                return PagedStateIterator.first(
-                        request.getState(),
-                        request.getRequestType(),
-                        backend.stateRequestHandler(),
-                        ((MapState) sync).keys().iterator(),
-                        Function.identity());
+                return firstPage(request, ((MapState) sync).keys().iterator(), Function.identity());
             case MAP_ITER_VALUE:
-                return PagedStateIterator.first(
-                        request.getState(),
-                        request.getRequestType(),
-                        backend.stateRequestHandler(),
-                        ((MapState) sync).values().iterator(),
-                        Function.identity());
+                return firstPage(
+                        request, ((MapState) sync).values().iterator(), Function.identity());
             case ITERATOR_LOADING:
                 return ((PagedStateIterator) payload).next();
             case REDUCING_GET:
@@ -380,6 +370,17 @@ final class TaishanStateExecutor implements StateExecutor {
                 throw new UnsupportedOperationException(
                         "Taishan does not serve " + request.getRequestType() + " requests");
         }
+    }
+
+    /** The first page of a map iteration that {@code request} asks for. */
+    private <S, T> PagedStateIterator<S, T> firstPage(
+            StateRequest<?, ?, ?, ?> request, Iterator<S> source, Function<S, T> element) {
+        return PagedStateIterator.first(
+                request.getState(),
+                request.getRequestType(),
+                backend.stateRequestHandler(),
+                source,
+                element);
     }
 
     /**
