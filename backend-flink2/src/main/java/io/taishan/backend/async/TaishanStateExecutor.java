@@ -41,12 +41,12 @@ import org.slf4j.LoggerFactory;
  * order:
  *
  * <ul>
- *   <li>a request whose record's key has nothing held back runs at once, on the synchronous state
- *       of its name, and completes its future, unless it is a miss;
- *   <li>a miss, and every later request of its key, is held back in the batch's <em>group</em>,
- *       whose misses are fetched with one {@code MultiGet} per kv-server node. When the fetch
- *       answers, a mail to the task thread runs the group's requests in order, the fetched values
- *       standing in for the server's answers.
+ *   <li>a request of a key with no miss in the batch and nothing held back runs at once, on the
+ *       synchronous state of its name, and completes its future;
+ *   <li>every request of a key with a miss, and the key's requests of later batches, is held back
+ *       in its batch's <em>group</em>, whose misses are fetched with one {@code MultiGet} per
+ *       kv-server node. When the fetch answers, a mail to the task thread runs the group's requests
+ *       in order, the fetched values standing in for the server's answers.
  * </ul>
  *
  * <p>So a record whose reads hit the cache never waits for another record's round trip, and a batch
