@@ -131,7 +131,7 @@ final class TaishanStateExecutor implements StateExecutor {
             probes.probed(group.misses.size());
             for (StateRequest<?, ?, ?, ?> request : requests) {
                 Object key = key(request);
-                if (missedKeys.contains(key) || heldKeys.containsKey(key)) {
+                if (isHeld(key, missedKeys) || isHeld(key, heldKeys.keySet())) {
                     hold(group, request);
                 } else {
                     complete(request);
@@ -140,7 +140,7 @@ final class TaishanStateExecutor implements StateExecutor {
         } else {
             long remoteGets = reader.remoteGets();
             for (StateRequest<?, ?, ?, ?> request : requests) {
-                if (heldKeys.containsKey(key(request))) {
+                if (isHeld(key(request), heldKeys.keySet())) {
                     hold(group, request);
                 } else {
                     complete(request);
@@ -160,6 +160,14 @@ final class TaishanStateExecutor implements StateExecutor {
             fetch(group);
         }
         return group.batchDone;
+    }
+
+    /**
+     * Whether {@code keys} holds {@code key}; an empty set answers without hashing the key (a SQL
+     * key is a row whose hash reads its bytes), which is every request's case while nothing misses.
+     */
+    private static boolean isHeld(Object key, Set<Object> keys) {
+        return !keys.isEmpty() && keys.contains(key);
     }
 
     private static Object key(StateRequest<?, ?, ?, ?> request) {
@@ -242,7 +250,7 @@ final class TaishanStateExecutor implements StateExecutor {
         reader.startProbe();
         try {
             for (StateRequest<?, ?, ?, ?> request : requests) {
-                if (isRead(request) && !heldKeys.containsKey(key(request))) {
+                if (isRead(request) && !isHeld(key(request), heldKeys.keySet())) {
                     int before = reader.probedMisses();
                     try {
                         execute(request);
