@@ -54,7 +54,7 @@ final class LoopbackCluster implements AutoCloseable {
     /** A new node's name and address, not started: {@code kvN} on a free port. */
     ClusterNode declare() {
         String name = "kv" + (nodes.size() + 1);
-        ClusterNode node = new ClusterNode(name, "127.0.0.1:" + freePort());
+        ClusterNode node = new ClusterNode(name, "127.0.0.1:" + unusedPort());
         nodes.put(name, node);
         return node;
     }
@@ -64,7 +64,7 @@ final class LoopbackCluster implements AutoCloseable {
      * stop it first, then start it and restart the others with the new {@link #nodes()}.
      */
     ClusterNode move(String name) {
-        ClusterNode node = new ClusterNode(name, "127.0.0.1:" + freePort());
+        ClusterNode node = new ClusterNode(name, "127.0.0.1:" + unusedPort());
         nodes.put(name, node);
         return node;
     }
@@ -125,6 +125,19 @@ final class LoopbackCluster implements AutoCloseable {
             server.close();
         }
         running.clear();
+    }
+
+    /**
+     * A free port no declared node has: the kernel may hand a just-released port out again, and the
+     * declared nodes do not listen yet.
+     */
+    private int unusedPort() {
+        while (true) {
+            String address = "127.0.0.1:" + freePort();
+            if (nodes.values().stream().noneMatch(n -> n.address().equals(address))) {
+                return Integer.parseInt(address.substring(address.lastIndexOf(':') + 1));
+            }
+        }
     }
 
     private static int freePort() {
